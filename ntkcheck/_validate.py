@@ -1,0 +1,80 @@
+"""Validation of user token data. Every public entry point funnels its input through here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+
+__all__ = ["as_token_set", "as_samples", "as_direction"]
+
+
+def as_token_set(atoms: Any, name: str = "tokens", dim: int | None = None) -> np.ndarray:
+    """Return ``atoms`` as a finite float64 array of shape ``(N, d)`` with ``N >= 1``.
+
+    A 1-D array of length ``N`` is read as ``N`` tokens in dimension 1 only when
+    ``dim == 1``; otherwise it is ambiguous and rejected.
+    """
+    try:
+        arr = np.asarray(atoms, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name}: expected a numeric array of shape (N, d), got {type(atoms).__name__} ({exc})") from None
+    if arr.ndim == 1 and dim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise InputError(f"{name}: expected an array of shape (N, d), got shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise InputError(f"{name}: the sample is empty (shape {arr.shape}); every sample needs at least one token")
+    if arr.shape[1] == 0:
+        raise InputError(f"{name}: tokens have dimension 0 (shape {arr.shape})")
+    if dim is not None and arr.shape[1] != dim:
+        raise InputError(f"{name}: tokens have dimension {arr.shape[1]}, expected {dim}")
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise InputError(
+            f"{name}: token {int(bad[0])} has a non-finite entry ({arr[tuple(bad)]!r} at coordinate {int(bad[1])})"
+        )
+    return arr
+
+
+def as_samples(samples: Any) -> list[np.ndarray]:
+    """Return a list of ``n >= 1`` validated token sets of one common dimension.
+
+    Accepts an array of shape ``(n, N, d)`` or a sequence of ``(N_i, d)`` arrays
+    (ragged sample lengths are valid).
+    """
+    if isinstance(samples, np.ndarray) and samples.dtype != object:
+        if samples.ndim != 3:
+            raise InputError(f"samples: expected shape (n, N, d) or a list of (N_i, d) arrays, got shape {samples.shape}")
+        seq: Sequence[Any] = list(samples)
+    elif isinstance(samples, Sequence) or isinstance(samples, np.ndarray):
+        seq = list(samples)
+    else:
+        raise InputError(f"samples: expected a list of (N_i, d) arrays, got {type(samples).__name__}")
+    if len(seq) == 0:
+        raise InputError("samples: no samples were given (need at least one)")
+    out = [as_token_set(s, name=f"sample {i}") for i, s in enumerate(seq)]
+    dims = [s.shape[1] for s in out]
+    if len(set(dims)) > 1:
+        d0 = dims[0]
+        i = next(k for k, dk in enumerate(dims) if dk != d0)
+        raise InputError(f"sample {i} has dimension {dims[i]}, the others have {d0}")
+    return out
+
+
+def as_direction(direction: Any, dim: int) -> np.ndarray:
+    """Return ``direction`` as a finite non-zero float64 vector of length ``dim``."""
+    try:
+        w = np.asarray(direction, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InputError(f"direction: expected {dim} numbers, got {direction!r}") from None
+    if w.shape[0] != dim:
+        raise InputError(f"direction: has length {w.shape[0]}, the tokens have dimension {dim}")
+    if not np.all(np.isfinite(w)):
+        raise InputError(f"direction: has a non-finite entry: {w.tolist()}")
+    if not np.any(w != 0):
+        raise InputError("direction: has zero length; a direction must be non-zero")
+    return w

@@ -1,0 +1,31 @@
+"""Test configuration: one fixed hypothesis profile, so every run (CI or local) is reproducible."""
+
+from __future__ import annotations
+
+import os
+
+import mpmath
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=25,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("dev", derandomize=False, deadline=None, max_examples=100)
+settings.load_profile(os.environ.get("NTKCHECK_HYPOTHESIS_PROFILE", "ci"))
+
+# Plots are written to files only; never try to open a window.
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+@pytest.fixture(autouse=True)
+def _reset_mpmath_precision():
+    """mpmath's precision is global state: every test starts and ends at the default."""
+    mpmath.mp.dps = 15
+    yield
+    mpmath.mp.dps = 15
