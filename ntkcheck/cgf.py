@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
+from math import gcd
 from itertools import product as _iproduct
 from typing import Any
 
@@ -234,10 +235,15 @@ def series_log_mgf_exact(z: Sequence[Any], weights: Sequence[Any] | None, K: int
     for zj, wj in zip(zq, wq):
         if wj != 0:
             merged[zj] = merged.get(zj, fmpq(0)) + wj
-    acc = fmpq_series([0], prec=K + 1)
-    for zj, wj in merged.items():
-        acc += wj * fmpq_series([0, zj], prec=K + 1).exp()
-    coeffs = acc.log().coeffs()
+    old_cap = ctx.cap
+    ctx.cap = K + 1  # FLINT truncates every series at ctx.cap terms (default 10)
+    try:
+        acc = fmpq_series([0], prec=K + 1)
+        for zj, wj in merged.items():
+            acc += wj * fmpq_series([0, zj], prec=K + 1).exp()
+        coeffs = acc.log().coeffs()
+    finally:
+        ctx.cap = old_cap
     return [fmpq(coeffs[k]) if k < len(coeffs) else fmpq(0) for k in range(K + 1)]
 
 
@@ -279,8 +285,31 @@ def _arb_exact(v: Any) -> arb:
 
 
 def _project_exact(atoms: np.ndarray, w: Sequence[Any]) -> list[Fraction]:
+    """Exact projections ``<w, x_j>`` of float atoms on a rational direction.
+
+    Every float is ``M 2^s`` with an integer mantissa ``M``: the dot products are done in
+    Python integers over a common power of two (Fractions would be 20x slower).
+    """
     wf = [to_fraction(v) for v in w]
-    return [sum((to_fraction(float(xk)) * wk for xk, wk in zip(row, wf)), Fraction(0)) for row in atoms]
+    D = 1
+    for v in wf:
+        D = D * v.denominator // gcd(D, v.denominator)
+    W = [int(v * D) for v in wf]
+    x = np.asarray(atoms, dtype=np.float64)
+    mant, expo = np.frexp(x)
+    M = (mant * 2.0**53).astype(np.int64)
+    s = expo.astype(np.int64) - 53
+    E = int(s[M != 0].min()) if np.any(M != 0) else 0
+    shifts = (s - E).tolist()
+    Ml = M.tolist()
+    out = []
+    for mrow, srow in zip(Ml, shifts):
+        num = 0
+        for mk, sk, wk in zip(mrow, srow, W):
+            if mk and wk:
+                num += (mk << sk) * wk
+        out.append(Fraction(num, D << -E) if E < 0 else Fraction(num << E, D))
+    return out
 
 
 def taylor_1d_exact(atoms: Any, w: Any, K: int, weights: Any = None) -> list[fmpq]:
@@ -409,3 +438,47 @@ def joint_cumulants(
             af *= fact[ak]
         vals.append(ell[alpha] * af)
     return idx, vals
+
+
+# ------------------------------------------------------------------ modular series
+
+
+def _modp(q: Fraction, p: int) -> int:
+    if q.denominator % p == 0:
+        raise ZeroDivisionError(f"denominator divisible by the prime {p}")
+    return q.numerator * pow(q.denominator, -1, p) % p
+
+
+def series_log_mgf_modp(z: Sequence[Fraction], weights: Sequence[Fraction] | None, K: int, p: int) -> list[int]:
+    r"""Taylor coefficients ``c_0..c_K`` of :math:`\log\sum_j w_j e^{z_j t}` reduced modulo a prime ``p > K``.
+
+    The exact rational coefficients reduced mod ``p`` (their denominators divide powers
+    of the inputs' denominators times ``K!``): a minor non-zero mod ``p`` is non-zero over
+    Q. Uses ``log M = integral(M' / M)`` with FLINT ``nmod_poly`` series arithmetic.
+    Raises ZeroDivisionError if ``p`` divides a denominator (take another prime).
+    """
+    from flint import nmod_poly
+
+    if p <= K + 1:
+        raise ZeroDivisionError(f"the prime {p} must exceed K + 1 = {K + 1}")
+    N = len(z)
+    wq = [Fraction(1, N)] * N if weights is None else [to_fraction(v) for v in weights]
+    tot = sum(wq, Fraction(0))
+    zm = [_modp(to_fraction(v), p) for v in z]
+    wm = [_modp(v / tot, p) for v in wq]
+    # m_k = sum_j w_j z_j^k / k!
+    inv_fact = [1] * (K + 1)
+    f = 1
+    for k in range(1, K + 1):
+        f = f * k % p
+        inv_fact[k] = pow(f, -1, p)
+    powsum = [0] * (K + 1)
+    cur = list(wm)
+    for k in range(K + 1):
+        powsum[k] = sum(cur) % p
+        cur = [c * zj % p for c, zj in zip(cur, zm)]
+    M = nmod_poly([powsum[k] * inv_fact[k] % p for k in range(K + 1)], p)
+    Minv = M.inverse_series_trunc(K + 1)
+    L = M.derivative().mul_low(Minv, K).integral()
+    coeffs = [int(c) for c in L.coeffs()]
+    return [coeffs[k] if k < len(coeffs) else 0 for k in range(K + 1)]

@@ -1,0 +1,173 @@
+r"""The seed's sufficient conditions for strong independence, as exact checks.
+
+* :func:`gap_condition` -- discrete laws (seed 003 Prop. 9/10, Lemma 3; condition (35)
+  was lost in extraction, MATH.md section 4 restores a checkable form): project the atoms
+  on ``w``; if every sample has at least two distinct projected atoms and the gaps
+  :math:`\delta_i` between the two largest (or the two smallest) projected atoms are
+  pairwise distinct, then the :math:`\Lambda_i^w` are independent modulo affine
+  functions. As :math:`t\to+\infty`,
+  :math:`\Lambda_i^w(t) = \text{affine} + m_i e^{-\delta_i t} + o(e^{-\delta_i t})`, and
+  the smallest gap among the samples with :math:`c_i \neq 0` cannot be cancelled.
+* :func:`vandermonde_condition` -- seed 003 Prop. 11/12: even CGFs
+  :math:`\sum_{m\ge m_0} a_m \lambda_i^m t^{2m}` (plus a polynomial of degree
+  :math:`< 2m_0`) with common non-zero :math:`a_m` and pairwise distinct non-zero
+  :math:`\lambda_i`: the coefficient matrix is a scaled Vandermonde matrix.
+* Prop. 7 (strong implies weak) is applied by :func:`ntkcheck.decide.decide`.
+
+All comparisons are exact (rational arithmetic on the exact values of the inputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ._validate import as_samples
+from .cgf import _project_exact, normalize_weights, to_fraction
+from .errors import InputError
+
+__all__ = ["GapCondition", "gap_condition", "VandermondeCondition", "vandermonde_condition"]
+
+
+@dataclass(frozen=True)
+class GapCondition:
+    """Outcome of the discrete gap condition along a direction.
+
+    Attributes
+    ----------
+    holds : bool
+        True when the condition certifies strong independence at ``direction``.
+    side : str
+        ``"top"`` (largest atoms, t -> +inf) or ``"bottom"`` (smallest, t -> -inf), or
+        ``""`` when neither side works.
+    gaps : tuple of Fraction
+        The gap of each sample on ``side`` (top gaps when the condition fails).
+    direction : tuple of Fraction
+    reason : str
+        Why it fails, when it fails.
+    """
+
+    holds: bool
+    side: str
+    gaps: tuple[Fraction | None, ...]
+    direction: tuple[Fraction, ...]
+    reason: str = ""
+    kind: str = "gap-condition"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "statement": f"Prop. 9: the {self.side} gaps of the projected atoms are pairwise distinct" if self.holds else self.reason,
+            "holds": self.holds,
+            "side": self.side,
+            "gaps": [None if g is None else str(g) for g in self.gaps],
+            "direction": [str(v) for v in self.direction],
+            "reason": self.reason,
+        }
+
+
+def _gaps(projected: list[list[Fraction]], top: bool) -> list[Fraction | None]:
+    out: list[Fraction | None] = []
+    for z in projected:
+        distinct = sorted(set(z), reverse=top)
+        out.append(abs(distinct[0] - distinct[1]) if len(distinct) >= 2 else None)
+    return out
+
+
+def gap_condition(samples: Any, direction: Sequence[Any], weights: Sequence[Any] | None = None) -> GapCondition:
+    r"""Check the discrete gap condition (seed 003 Prop. 9) along ``direction``.
+
+    Parameters
+    ----------
+    samples : list of (N_i, d) arrays
+        Token sets (empirical laws; weights do not enter the condition, only the atoms).
+    direction : sequence of d numbers
+        Read exactly (floats as dyadic rationals).
+
+    Returns
+    -------
+    GapCondition
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> gap_condition([np.array([[0.0], [1.0]]), np.array([[0.0], [2.0]])], [1]).holds
+    True
+    """
+    xs = as_samples(samples)
+    d = xs[0].shape[1]
+    w = [to_fraction(v) for v in direction]
+    if len(w) != d:
+        raise InputError(f"direction: has length {len(w)}, the tokens have dimension {d}")
+    if all(v == 0 for v in w):
+        raise InputError("direction: has zero length; a direction must be non-zero")
+    if weights is not None:
+        for i, (x, wi) in enumerate(zip(xs, weights)):
+            if wi is not None and np.any(normalize_weights(wi, x.shape[0]) == 0):
+                raise InputError(f"sample {i}: zero weights; drop those tokens before checking the gap condition")
+    proj = [_project_exact(x, w) for x in xs]
+    wt = tuple(w)
+    reasons = []
+    for side, top in (("top", True), ("bottom", False)):
+        g = _gaps(proj, top)
+        if any(gi is None for gi in g):
+            i = next(k for k, gi in enumerate(g) if gi is None)
+            return GapCondition(False, "", tuple(g), wt, f"sample {i} has a single distinct projected atom: its CGF is affine along w")
+        if len(set(g)) == len(g):
+            return GapCondition(True, side, tuple(g), wt)
+        dup = [gi for gi in g if g.count(gi) > 1][0]
+        reasons.append(f"{side} gaps not distinct (gap {dup} repeats)")
+    return GapCondition(False, "", tuple(_gaps(proj, True)), wt, "; ".join(reasons))
+
+
+@dataclass(frozen=True)
+class VandermondeCondition:
+    """Outcome of the Prop. 11/12 check: ``holds`` when the lambdas are distinct and non-zero."""
+
+    holds: bool
+    tag: str
+    lambdas: tuple[Fraction, ...]
+    m0: int
+    reason: str = ""
+    kind: str = "vandermonde"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "statement": f"Prop. 11: Vandermonde in pairwise distinct non-zero lambdas (powers >= {2 * self.m0})" if self.holds else self.reason,
+            "holds": self.holds,
+            "tag": self.tag,
+            "lambdas": [str(v) for v in self.lambdas],
+            "m0": self.m0,
+            "reason": self.reason,
+        }
+
+
+def vandermonde_condition(measures: Sequence[Any], direction: Sequence[Any]) -> VandermondeCondition:
+    r"""Check seed 003 Prop. 11 (and Prop. 12) for families along ``direction``.
+
+    Each measure must expose ``vandermonde_form(w)`` (see :mod:`ntkcheck.families`);
+    the forms must share one tag (the same coefficients :math:`a_m`). The condition holds
+    when the :math:`\lambda_i` are pairwise distinct and non-zero.
+    """
+    forms = []
+    for i, m in enumerate(measures):
+        f = m.vandermonde_form(direction) if hasattr(m, "vandermonde_form") else None
+        if f is None:
+            return VandermondeCondition(False, "", (), 0, f"measure {i} ({type(m).__name__}) has no Prop. 11 form")
+        forms.append(f)
+    tags = {f.tag for f in forms}
+    lams = tuple(f.lam for f in forms)
+    m0 = max(f.m0 for f in forms)
+    if len(tags) > 1:
+        return VandermondeCondition(False, "", lams, m0, f"the measures have different coefficient sequences {sorted(tags)}")
+    tag = tags.pop()
+    if any(v == 0 for v in lams):
+        return VandermondeCondition(False, tag, lams, m0, "a lambda is zero")
+    if len(set(lams)) < len(lams):
+        return VandermondeCondition(False, tag, lams, m0, "the lambdas are not pairwise distinct")
+    return VandermondeCondition(True, tag, lams, m0)
