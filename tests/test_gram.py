@@ -1,0 +1,222 @@
+"""Tests of ntkcheck.gram: features, the assembled NTK Gram at FixUp, its spectrum and certificate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import softmax
+
+from ntkcheck.cgf import cgf_gradient
+from ntkcheck.errors import InputError, NtkcheckWarning
+from ntkcheck.gram import (
+    Heads,
+    _extremal_eigh,
+    attention_features,
+    certify_lambda_min,
+    gram,
+    init_heads,
+)
+from ntkcheck.strategies import token_sets
+
+# float64 evaluations of the same softmax means by two routes (batched matmul vs
+# cgf_gradient): a few ulps times O(1) conditioning.
+RTOL_FEATURES = 1e-12
+
+
+def _random(n=3, N=3, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((N + (i % 2), d)) for i in range(n)]
+
+
+def _attention_output(samples, Q, b, V):
+    """Multi-head attention at one layer, written independently of ntkcheck.gram:
+    y_ij = (1/H) sum_h V_h softmax_k(<Q_h x_ij + b_h, x_ik>) x_ik (seed 003 eq. 1)."""
+    H = Q.shape[0]
+    out = []
+    for X in samples:
+        for x in X:
+            acc = np.zeros(X.shape[1])
+            for h in range(H):
+                pi = softmax(X @ (Q[h] @ x + b[h]))
+                acc += V[h] @ (pi @ X)
+            out.append(acc / H)
+    return np.concatenate(out)
+
+
+def test_gram_equals_finite_difference_ntk():
+    r"""NTK from the Jacobian of the attention output with respect to every V_h at V = 0.
+
+    With the mean-field time scale (d theta_h/ds = -H grad, MATH.md section 5) the NTK on
+    outputs is Theta = H J J^T, J = d y / d V ((M d) x (H d^2)). Since
+    d y_{ij,a} / d V_h[b, c] = delta_ab phi_ij^h[c] / H, Theta = K (x) I_d with
+    K = (1/H) sum_h <phi^h, phi^h>, and the NTK Gram of MATH.md section 3 is
+    (W^1/2 (x) I_d) Theta (W^1/2 (x) I_d) = (F F^T) (x) I_d.
+    """
+    S = _random(n=3, N=2, d=2, seed=4)
+    heads = init_heads(5, 2, seed=7)
+    H, d = heads.count, heads.dim
+    M = sum(len(X) for X in S)
+    P = H * d * d
+    J = np.empty((M * d, P))
+    step = 1e-3
+    for k in range(P):
+        E = np.zeros(P)
+        E[k] = step
+        plus = _attention_output(S, heads.Q, heads.b, E.reshape(H, d, d))
+        minus = _attention_output(S, heads.Q, heads.b, -E.reshape(H, d, d))
+        J[:, k] = (plus - minus) / (2 * step)
+    w = np.concatenate([np.full(len(X), 1.0 / len(X)) for X in S])
+    Wh = np.kron(np.diag(np.sqrt(w)), np.eye(d))
+    ntk = Wh @ (H * J @ J.T) @ Wh
+    F = attention_features(S, heads)
+    # y is linear in V, so central differences are exact up to rounding: eps |y| / step ~ 1e-13.
+    np.testing.assert_allclose(ntk, np.kron(F @ F.T, np.eye(d)), rtol=1e-9, atol=1e-11)
+    res = gram(S, heads)
+    ev = np.linalg.eigvalsh(ntk)
+    np.testing.assert_allclose([res.lambda_min, res.lambda_max], [ev[0], ev[-1]], rtol=1e-8, atol=1e-12)
+
+
+def test_features_match_cgf_gradient():
+    """Each feature block is grad Lambda_i(Q_h x + b_h) (cgf_gradient), scaled by sqrt(1/(N_i H))."""
+    S = _random(n=3, N=4, d=3, seed=1)
+    heads = init_heads(4, 3, q_scale=2.0, seed=2)
+    F = attention_features(S, heads, chunk=7)  # tiny chunk: many blocks
+    r = 0
+    for X in S:
+        for x in X:
+            for h in range(heads.count):
+                ref = cgf_gradient(X, heads.Q[h] @ x + heads.b[h]) * np.sqrt(1.0 / (len(X) * heads.count))
+                np.testing.assert_allclose(F[r, h * 3:(h + 1) * 3], ref, rtol=RTOL_FEATURES, atol=1e-15)
+            r += 1
+
+
+def test_features_no_overflow_at_huge_scores():
+    """Scores of order 1e6: the max-shift keeps every feature finite (the argmax token)."""
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    F = attention_features([X], init_heads(3, 2, q_scale=1e6, b_scale=1e6, seed=0))
+    assert np.all(np.isfinite(F))
+
+
+def test_svd_and_eigh_agree_when_well_conditioned():
+    S = _random(n=4, N=3, d=2, seed=3)
+    heads = init_heads(40, 2, seed=5)
+    a = gram(S, heads, method="svd")
+    b = gram(S, heads, method="eigh")
+    # relative lambda_min ~1e-4: eigvalsh's absolute error ~ M eps lambda_max is 1e-12 relative to it
+    np.testing.assert_allclose([a.lambda_min, a.lambda_max], [b.lambda_min, b.lambda_max], rtol=1e-9)
+    assert a.status == b.status == "positive"
+    assert a.eigenvalues is not None and len(a.eigenvalues) == a.tokens
+
+
+def test_extremal_route_matches_eigvalsh():
+    """Cholesky + Lanczos (used above M = 4096) against the full eigvalsh on a small Gram."""
+    F = attention_features(_random(n=6, N=4, d=3, seed=8), init_heads(30, 3, seed=1))
+    G = F @ F.T
+    ext = _extremal_eigh(G)
+    ev = np.linalg.eigvalsh(G)
+    assert ext is not None
+    # Lanczos tol 1e-12 on a well-separated extreme eigenvalue
+    np.testing.assert_allclose(ext, (ev[0], ev[-1]), rtol=1e-8)
+    assert _extremal_eigh(np.zeros((3, 3))) is None  # not positive definite: caller falls back
+
+
+def test_singular_product_is_below_resolution_and_not_certified():
+    z, u, v = np.zeros(2), np.array([1.0, 0.25]), np.array([-0.5, 1.0])
+    S = [np.array([z, u]), np.array([z, v]), np.array([z, u, v, u + v])]
+    res = gram(S, init_heads(16, 2, seed=0), certify=True, max_bits=256)
+    assert res.status == "below resolution"
+    assert not res.positive
+    assert res.certified is not None and res.certified.kind == "inconclusive" and res.certified.lower_bound is None
+
+
+def test_certificate_beyond_float_resolution():
+    """Tiny Q, b (nearly uniform attention): relative lambda_min ~1e-13, below what float64
+    may call positive; the Arb certificate proves positivity and bounds lambda_min from below."""
+    S = _random(n=3, N=3, d=2, seed=3)
+    heads = init_heads(18, 2, q_scale=1e-4, b_scale=1e-4, seed=1)
+    plain = gram(S, heads)
+    assert plain.status != "positive" and plain.relative_lambda_min < 1e-12
+    res = gram(S, heads, certify=True)
+    assert res.status == "positive" and res.certified.positive
+    lb = res.certified.lower_bound
+    # a rigorous lower bound: below the SVD's lambda_min (itself accurate to ~1e-6 relative here)
+    assert 0 < lb <= res.lambda_min * (1 + 1e-6)
+    # 1/||G^-1||_F is within sqrt(M) of lambda_min
+    assert lb >= res.lambda_min / np.sqrt(res.tokens) * (1 - 1e-6)
+
+
+def test_certify_well_conditioned_is_tight():
+    S = _random(n=3, N=3, d=2, seed=11)
+    heads = init_heads(18, 2, seed=1)
+    c = certify_lambda_min(S, heads)
+    g = gram(S, heads)
+    assert c.positive and c.bits == 128
+    assert g.lambda_min / np.sqrt(g.tokens) <= c.lower_bound <= g.lambda_min * (1 + 1e-9)
+
+
+def test_rank_deficient_by_size_warns():
+    S = _random(n=3, N=3, d=2)
+    with pytest.warns(NtkcheckWarning, match="singular by rank"):
+        res = gram(S, init_heads(2, 2))
+    assert res.rank_deficient_by_size and res.status == "singular by size" and not res.positive
+
+
+@pytest.mark.parametrize(
+    "samples, match",
+    [
+        ([np.zeros((2, 2)), np.zeros((2, 3))], "dimension"),
+        ([np.array([[0.0, np.nan]])], "non-finite"),
+        ([np.zeros((0, 2))], "empty"),
+        ([], "no samples"),
+    ],
+)
+def test_bad_samples(samples, match):
+    with pytest.raises(InputError, match=match):
+        gram(samples, init_heads(4, 2))
+
+
+def test_bad_heads():
+    with pytest.raises(InputError, match="zero heads"):
+        Heads(np.zeros((0, 2, 2)), np.zeros((0, 2)))
+    with pytest.raises(InputError, match="shape"):
+        Heads(np.zeros((2, 2, 3)), np.zeros((2, 2)))
+    with pytest.raises(InputError, match="non-finite"):
+        Heads(np.full((1, 2, 2), np.inf), np.zeros((1, 2)))
+    with pytest.raises(InputError, match="dimension 3"):
+        gram([np.zeros((2, 2))], init_heads(4, 3))
+    with pytest.raises(InputError, match="positive integer"):
+        init_heads(0, 2)
+
+
+@settings(max_examples=10)
+@given(S=token_sets(n=st.integers(2, 3), sizes=st.integers(2, 4), dim=st.integers(1, 3)),
+       seed=st.integers(0, 2**16), data=st.data())
+def test_permutation_invariance(S, seed, data):
+    """Seed 003 section 3.1: the NTK depends on the token distributions, not on the order of
+    the tokens within a sample nor of the samples; its spectrum must not change."""
+    d = S[0].shape[1]
+    M = sum(len(X) for X in S)
+    heads = init_heads(int(np.ceil(2 * M / d)), d, seed=seed)
+    perm_tokens = [X[data.draw(st.permutations(range(len(X))))] for X in S]
+    order = data.draw(st.permutations(range(len(S))))
+    a = gram(S, heads, method="svd")
+    b = gram([perm_tokens[i] for i in order], heads, method="svd")
+    # permuting rows of F leaves its singular values invariant up to rounding of the SVD
+    np.testing.assert_allclose(b.eigenvalues, a.eigenvalues, rtol=1e-7, atol=1e-13 * a.lambda_max)
+
+
+@settings(max_examples=8)
+@given(S=token_sets(n=st.integers(2, 3), sizes=st.integers(2, 4), dim=st.just(2)),
+       s=st.floats(1.5, 4.0), seed=st.integers(0, 2**16))
+def test_scaling_heads_keeps_injective_case_nonsingular(S, s, seed):
+    """Seed 003 Prop. 8: injectivity holds for any head law whose support contains an open
+    set; scaling every Q, b by s > 1 (sharper attention) keeps an injective case injective."""
+    M = sum(len(X) for X in S)
+    heads = init_heads(2 * M, 2, seed=seed)
+    base = gram(S, heads)
+    if base.status != "positive":
+        return  # only injective cases are in scope
+    sharp = gram(S, heads.scaled(s), certify=True)
+    assert sharp.status == "positive", sharp
