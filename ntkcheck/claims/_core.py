@@ -1,0 +1,323 @@
+"""The claim object, its outcomes, and the runner that tries a claim on hypothesis-drawn instances.
+
+A claim is a seed statement "hypotheses => conclusion" made executable: a checker of the
+hypotheses, a checker of the conclusion, and a strategy of instances. Running a claim
+means asking hypothesis for instances, keeping those that meet the hypotheses, and
+checking the conclusion on each. A conclusion that fails on an instance meeting the
+hypotheses is a counterexample; hypothesis shrinks it and the runner reports the
+shrunk instance. An engine that cannot decide (``decide`` returning ``inconclusive``,
+an eigenvalue too close to the float floor) gives ``inconclusive``, never a failure.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, is_dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as _hseed
+from hypothesis.errors import Unsatisfiable
+from hypothesis.strategies import SearchStrategy
+
+from ..errors import NtkcheckError
+
+__all__ = ["Outcome", "Check", "Claim", "ClaimReport", "check_instance", "run_claim", "describe"]
+
+
+class Outcome(enum.StrEnum):
+    """What one instance says about a claim."""
+
+    HELD = "held"
+    FAILED = "failed"
+    INCONCLUSIVE = "inconclusive"
+    #: the instance does not meet the claim's hypotheses: it says nothing
+    SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Check:
+    """Outcome of a conclusion checker on one instance, with what was measured."""
+
+    outcome: Outcome
+    detail: str = ""
+
+    @classmethod
+    def held(cls, detail: str = "") -> Check:
+        return cls(Outcome.HELD, detail)
+
+    @classmethod
+    def failed(cls, detail: str = "") -> Check:
+        return cls(Outcome.FAILED, detail)
+
+    @classmethod
+    def inconclusive(cls, detail: str = "") -> Check:
+        return cls(Outcome.INCONCLUSIVE, detail)
+
+    @classmethod
+    def of(cls, ok: bool, detail: str = "") -> Check:
+        return cls(Outcome.HELD if ok else Outcome.FAILED, detail)
+
+
+Instance = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A seed claim, executable.
+
+    Attributes
+    ----------
+    id : str
+        ``"<seed>.<place>.<part>"``, e.g. ``"003.prop8.sufficiency"``.
+    seed, place : str
+        Which seed (``"003"``, ``"002"``) and where (``"Prop. 8"``).
+    statement : str
+        The claim in words, hypotheses and conclusion.
+    hypothesis : callable(instance) -> bool
+        Whether an instance meets the hypotheses.
+    conclusion : callable(instance) -> Check
+    instances : callable() -> SearchStrategy of instances
+        Built lazily: the strategies import the families.
+    status : {"open", "refuted"}
+        ``"refuted"`` when a counterexample is known; it is stored in ``counterexample``.
+    counterexample : mapping, optional
+        The shrunk counterexample (JSON-serialisable) of a refuted claim.
+    examples : tuple of callables returning instances
+        The seed's own cases, always checked first (pinned ``@example``s in the tests).
+    requires : tuple of str
+        Modules the checkers need (``"ntkcheck.dynamics"``); a claim whose modules are
+        missing is listed and not run.
+    cost : int
+        Relative cost of one instance; the runner divides the example budget by it.
+    """
+
+    id: str
+    seed: str
+    place: str
+    statement: str
+    hypothesis: Callable[[Instance], bool]
+    conclusion: Callable[[Instance], Check]
+    instances: Callable[[], SearchStrategy[Any]]
+    status: str = "open"
+    counterexample: Mapping[str, Any] | None = None
+    examples: tuple[Callable[[], Instance], ...] = ()
+    requires: tuple[str, ...] = ()
+    cost: int = 1
+
+    def __post_init__(self) -> None:
+        if self.status not in ("open", "refuted"):
+            raise ValueError(f"claim {self.id}: status must be 'open' or 'refuted', got {self.status!r}")
+        if self.status == "refuted" and self.counterexample is None:
+            raise ValueError(f"claim {self.id}: a refuted claim must store its counterexample")
+
+    @property
+    def reference(self) -> str:
+        return f"seed {self.seed} {self.place}"
+
+    def available(self) -> bool:
+        """Whether every module the checkers need can be imported."""
+        for mod in self.requires:
+            try:
+                importlib.import_module(mod)
+            except ImportError:
+                return False
+        return True
+
+    def check(self, instance: Instance) -> Check:
+        """Check one instance: ``SKIPPED`` if it misses the hypotheses, else the conclusion."""
+        return check_instance(self, instance)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "seed": self.seed,
+            "place": self.place,
+            "statement": self.statement,
+            "status": self.status,
+            "counterexample": None if self.counterexample is None else describe(self.counterexample),
+            "requires": list(self.requires),
+        }
+
+    def __repr__(self) -> str:
+        return f"Claim({self.id!r}, {self.reference}, status={self.status!r})"
+
+
+def check_instance(claim: Claim, instance: Instance) -> Check:
+    """Run the hypothesis checker, then (if met) the conclusion checker, on one instance.
+
+    Errors that ntkcheck raises on inputs it cannot handle (``NtkcheckError``) make the
+    instance inconclusive; any other exception propagates (it is a bug, not a verdict).
+    """
+    try:
+        if not claim.hypothesis(instance):
+            return Check(Outcome.SKIPPED, "hypotheses not met")
+        return claim.conclusion(instance)
+    except NtkcheckError as exc:
+        return Check.inconclusive(f"{type(exc).__name__}: {exc}")
+
+
+def describe(x: Any) -> Any:
+    """A JSON-serialisable description of an instance (arrays as lists, Fractions as str)."""
+    if isinstance(x, Mapping):
+        return {str(k): describe(v) for k, v in x.items()}
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    if isinstance(x, Fraction):
+        return str(x)
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    if isinstance(x, (list, tuple)):
+        return [describe(v) for v in x]
+    if hasattr(x, "to_dict"):
+        return describe(x.to_dict())
+    if is_dataclass(x):
+        return repr(x)
+    return repr(x)
+
+
+@dataclass(frozen=True)
+class ClaimReport:
+    """What running a claim on a budget of instances showed.
+
+    ``tried`` counts instances meeting the hypotheses (``skipped`` the others);
+    ``refuted`` the failing ones (hypothesis stops at the first failure and shrinks it:
+    the shrunk instance is ``counterexample``). ``unexpected`` is True when the claim
+    failed (or the runner raised) without being marked refuted in the registry.
+    """
+
+    id: str
+    reference: str
+    status: str
+    tried: int
+    held: int
+    refuted: int
+    inconclusive: int
+    skipped: int
+    seconds: float
+    counterexample: Any = None
+    detail: str = ""
+    error: str = ""
+    ran: bool = True
+
+    @property
+    def unexpected(self) -> bool:
+        return bool(self.error) or (self.refuted > 0 and self.status != "refuted")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "reference": self.reference,
+            "status": self.status,
+            "tried": self.tried,
+            "held": self.held,
+            "refuted": self.refuted,
+            "inconclusive": self.inconclusive,
+            "skipped": self.skipped,
+            "seconds": round(self.seconds, 3),
+            "counterexample": self.counterexample,
+            "detail": self.detail,
+            "error": self.error,
+            "ran": self.ran,
+            "unexpected": self.unexpected,
+        }
+
+
+class _Counterexample(AssertionError):
+    """Raised inside the hypothesis test so that hypothesis shrinks the failing instance."""
+
+
+@dataclass
+class _Tally:
+    tried: int = 0
+    held: int = 0
+    inconclusive: int = 0
+    skipped: int = 0
+    failed: bool = False
+    last: Any = None
+    last_detail: str = ""
+    details: list[str] = field(default_factory=list)
+
+    def add(self, chk: Check, inst: Any) -> None:
+        if chk.outcome is Outcome.FAILED:
+            # hypothesis replays the shrunk instance last: keep the latest failure
+            if not self.failed:
+                self.tried += 1
+            self.failed = True
+            self.last, self.last_detail = inst, chk.detail
+            return
+        if self.failed:
+            return  # shrinking: do not count
+        if chk.outcome is Outcome.SKIPPED:
+            self.skipped += 1
+            return
+        self.tried += 1
+        if chk.outcome is Outcome.HELD:
+            self.held += 1
+        else:
+            self.inconclusive += 1
+            if len(self.details) < 3:
+                self.details.append(chk.detail)
+
+
+def run_claim(claim: Claim, *, examples: int = 20, seed: int = 0, shrink: bool = True) -> ClaimReport:
+    """Try ``claim`` on its pinned cases and on up to ``examples // claim.cost`` drawn instances.
+
+    Parameters
+    ----------
+    examples : int
+        Hypothesis budget (``max_examples``) before dividing by the claim's cost.
+    seed : int
+        Hypothesis seed: the same seed draws the same instances.
+    shrink : bool
+        Shrink a counterexample (slower, gives a minimal one).
+    """
+    t0 = time.perf_counter()
+    if not claim.available():
+        return ClaimReport(claim.id, claim.reference, claim.status, 0, 0, 0, 0, 0, 0.0,
+                           detail=f"not run: needs {', '.join(claim.requires)}", ran=False)
+    tally = _Tally()
+    for make in claim.examples:
+        inst = make()
+        tally.add(check_instance(claim, inst), inst)
+        if tally.failed:
+            break
+    error = ""
+    budget = max(1, int(examples) // max(1, claim.cost))
+    if not tally.failed and budget > 0:
+        phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
+
+        @_hseed(int(seed))
+        @settings(max_examples=budget, deadline=None, database=None, derandomize=False, phases=phases,
+                  suppress_health_check=list(HealthCheck), print_blob=False, report_multiple_bugs=False)
+        @given(claim.instances())
+        def _trial(inst: Any) -> None:
+            chk = check_instance(claim, inst)
+            tally.add(chk, inst)
+            if chk.outcome is Outcome.FAILED:
+                raise _Counterexample(chk.detail)
+
+        try:
+            _trial()
+        except _Counterexample:
+            pass
+        except Unsatisfiable:
+            pass
+        except Exception as exc:  # a checker bug: report it, do not hide it
+            error = f"{type(exc).__name__}: {exc}"
+    cex = describe(tally.last) if tally.failed else None
+    detail = tally.last_detail if tally.failed else "; ".join(tally.details)
+    return ClaimReport(
+        claim.id, claim.reference, claim.status, tally.tried, tally.held, int(tally.failed),
+        tally.inconclusive, tally.skipped, time.perf_counter() - t0, cex, detail, error,
+    )

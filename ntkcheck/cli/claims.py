@@ -1,0 +1,111 @@
+"""``ntkcheck claims``: try every seed claim on a budget of hypothesis-drawn instances.
+
+Prints one row per claim (claim, seed reference, instances tried, held, refuted,
+inconclusive, seconds) and, for each failure, the shrunk counterexample. Exit status 1
+when a claim that is not marked ``refuted`` in the registry fails (or its checker
+raises), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import InputError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "claims",
+        help="try the seeds' claims on hypothesis-drawn instances",
+        description="Run every claim of the registry (ntkcheck.claims) on a budget of instances "
+                    "and report held / refuted / inconclusive counts.",
+    )
+    p.add_argument("--examples", type=int, default=20, metavar="N",
+                   help="hypothesis budget per claim (divided by the claim's cost; default 20)")
+    p.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
+    p.add_argument("--only", action="append", metavar="ID",
+                   help="run only this claim id (repeatable; a trailing '*' matches a prefix)")
+    p.add_argument("--list", action="store_true", help="list the claims and their statements, run nothing")
+    p.add_argument("--no-shrink", action="store_true", help="report the first counterexample found, unshrunk")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(func=run)
+
+
+def _select(only: list[str] | None) -> list[str]:
+    from ..claims import CLAIMS
+
+    if not only:
+        return list(CLAIMS)
+    chosen: list[str] = []
+    for pat in only:
+        hits = [c for c in CLAIMS if (c.startswith(pat[:-1]) if pat.endswith("*") else c == pat)]
+        if not hits:
+            raise InputError(f"--only {pat}: no such claim; known ids: {', '.join(CLAIMS)}")
+        chosen += [h for h in hits if h not in chosen]
+    return chosen
+
+
+def _progress(items: list[str], enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(items, desc="claims", unit="claim", disable=not enabled, leave=False, file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..claims import CLAIMS, run_claim
+
+    if args.examples < 1:
+        raise InputError(f"--examples: expected a positive number of instances, got {args.examples}")
+    ids = _select(args.only)
+    if args.list:
+        if args.json:
+            print(json.dumps({"claims": [CLAIMS[i].to_dict() for i in ids]}))
+        else:
+            for i in ids:
+                c = CLAIMS[i]
+                print(f"{c.id}  [{c.reference}, {c.status}]\n    {c.statement}")
+        return 0
+    reports = []
+    for i in _progress(ids, sys.stderr.isatty() and not args.json):
+        reports.append(run_claim(CLAIMS[i], examples=args.examples, seed=args.seed, shrink=not args.no_shrink))
+    unexpected = [r for r in reports if r.unexpected]
+    if args.json:
+        print(json.dumps({"examples": args.examples, "seed": args.seed,
+                          "claims": [r.to_dict() for r in reports],
+                          "unexpected": [r.id for r in unexpected]}))
+    else:
+        _table(reports)
+    return 1 if unexpected else 0
+
+
+def _table(reports: list[Any]) -> None:
+    head = ("claim", "seed reference", "tried", "held", "refuted", "inconcl.", "time")
+    rows = []
+    for r in reports:
+        mark = "" if r.ran else " (not run)"
+        if r.status == "refuted":
+            mark += " [known refuted]"
+        if r.unexpected:
+            mark += " !!"
+        rows.append((r.id + mark, r.reference, str(r.tried), str(r.held), str(r.refuted), str(r.inconclusive),
+                     f"{r.seconds:.1f}s"))
+    widths = [max(len(h), *(len(row[k]) for row in rows)) for k, h in enumerate(head)]
+    fmt = "  ".join(f"{{:{'<' if k < 2 else '>'}{w}}}" for k, w in enumerate(widths))
+    print(fmt.format(*head))
+    print(fmt.format(*("-" * w for w in widths)))
+    for row in rows:
+        print(fmt.format(*row))
+    total = sum(r.seconds for r in reports)
+    print(f"\n{len(reports)} claims, {sum(r.tried for r in reports)} instances, {total:.1f}s")
+    for r in reports:
+        if r.refuted or r.error:
+            print(f"\n{r.id} ({r.reference}): " + ("checker error: " + r.error if r.error else "counterexample"))
+            if r.detail:
+                print(f"  {r.detail}")
+            if r.counterexample is not None:
+                print("  " + json.dumps(r.counterexample)[:2000])
+        elif not r.ran:
+            print(f"\n{r.id}: {r.detail}")
