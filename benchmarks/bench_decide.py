@@ -59,13 +59,13 @@ def main() -> None:
                 ms = [Empirical(x) for x in rng.normal(size=(n, 16, 4))]
             else:
                 ms = [UniformCube(1 + Fraction(k, n - 1), 1) for k in range(n)]
-            a, ta = timed(lambda: decide(ms, "strong"))
-            e, te = timed(lambda: decide(ms, "strong", method="exact"))
-            i, ti = timed(lambda: decide(ms, "strong", method="interval"))
+            a, ta = timed(lambda: decide(ms, "strong"))  # noqa: B023 (called at once)
+            e, te = timed(lambda: decide(ms, "strong", method="exact"))  # noqa: B023
+            i, ti = timed(lambda: decide(ms, "strong", method="interval"))  # noqa: B023
             w = e.direction or candidate_directions(ms[0].dim, 1)[0]
             rows = _exact_rows_all(ms, [w], max(6, 2 * n + 2))
             mid = np.array([[float(v) for v in r] for r in rows])
-            _, tf = timed(lambda: scipy.linalg.svdvals(mid))
+            _, tf = timed(lambda: scipy.linalg.svdvals(mid))  # noqa: B023
             ts = sympy_rank_time(rows, args.sympy_timeout) if n <= 16 else f">{args.sympy_timeout:.0f} s (skipped)"
             bits = i.precision.split()[0] if i.precision.endswith("bits") else "-"
             print(

@@ -1,6 +1,6 @@
 """Certified linear algebra on coefficient matrices (rows: measures, columns: Taylor orders).
 
-* :func:`exact_full_rank` -- full row rank over Q from rank modulo a 62-bit prime
+* :func:`modp_full_rank` -- full row rank over Q from rank modulo a 62-bit prime
   (FLINT ``nmod_mat``): a minor whose determinant is non-zero mod p is non-zero over Q.
 * :func:`ball_full_rank` -- full row rank from Arb balls: the inverse of a square column
   block enclosed by ``arb_mat.inv`` gives :math:`\\sigma_{\\min} \\ge 1/\\|B^{-1}\\|_F`,
@@ -13,14 +13,13 @@ MATH.md section 6 has the timings that chose these routes.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import scipy.linalg
-from flint import arb, arb_mat, ctx, fmpq, fmpq_mat, fmpz_mat, nmod_mat
+from flint import arb, arb_mat, ctx, fmpq, fmpq_mat, nmod_mat
 
 # Two 62-bit primes: a rank drop modulo both is strong evidence of a rank drop over Q.
 PRIMES = (4611686018427387847, 4611686018427387817)
@@ -78,42 +77,15 @@ def _short(q: Fraction, digits: int = 60) -> str:
     return s if len(s) <= digits else f"{float(q):.6e} ({len(str(q.numerator))}-digit numerator)"
 
 
-def _integer_rows(rows: list[list[fmpq]]) -> list[list[int]]:
-    out = []
-    for r in rows:
-        den = 1
-        for v in r:
-            den = math.lcm(den, int(v.q))
-        out.append([int(v.p) * (den // int(v.q)) for v in r])
-    return out
-
-
-def exact_full_rank(rows: list[list[fmpq]], orders: list[int]) -> ExactMinor | None:
-    """Full row rank certificate for an exact rational matrix, or None if rank-deficient mod p."""
-    n, K = len(rows), len(rows[0]) if rows else 0
-    if n == 0 or K < n:
-        return None
-    ints = _integer_rows(rows)
-    for p in PRIMES:
-        M = nmod_mat(n, K, [v % p for r in ints for v in r], p)
-        if M.rank() < n:
-            continue
-        R, _ = M.rref()
-        piv = []
-        for i in range(n):
-            for j in range(K):
-                if int(R[i, j]) != 0:
-                    piv.append(j)
-                    break
-        minor = nmod_mat(n, n, [ints[i][j] % p for i in range(n) for j in piv], p)
-        detp = int(minor.det())
-        if detp == 0:  # cannot happen for rref pivots; keep the certificate honest anyway
-            continue
-        det = None
-        if n <= 12:
-            det = Fraction(int(fmpz_mat([[ints[i][j] for j in piv] for i in range(n)]).det()))
-        return ExactMinor(tuple(orders[j] for j in piv), p, detp, det)
-    return None
+def _pivots(R: Any, n: int, K: int) -> list[int]:
+    """Pivot columns of a matrix in reduced row echelon form with rank ``n``."""
+    piv = []
+    for i in range(n):
+        for j in range(K):
+            if int(R[i, j]) != 0:
+                piv.append(j)
+                break
+    return piv
 
 
 def exact_nullspace(rows: list[list[fmpq]]) -> list[list[Fraction]]:
@@ -227,12 +199,7 @@ def modp_full_rank(rows: list[list[int]], labels: list[Any], p: int, exact_rows:
     if M.rank() < n:
         return None
     R, _ = M.rref()
-    piv = []
-    for i in range(n):
-        for j in range(K):
-            if int(R[i, j]) != 0:
-                piv.append(j)
-                break
+    piv = _pivots(R, n, K)
     detp = int(nmod_mat(n, n, [rows[i][j] for i in range(n) for j in piv], p).det())
     if detp == 0:
         return None

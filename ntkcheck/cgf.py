@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
-from math import gcd
 from itertools import product as _iproduct
+from math import gcd
 from typing import Any
 
 import mpmath

@@ -29,7 +29,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
@@ -50,7 +50,7 @@ _METHODS = ("auto", "exact", "interval", "float")
 _PROPERTIES = ("weak", "strong")
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     """The answer, read as a sentence by :meth:`sentence`."""
 
     INDEPENDENT = "independent"
@@ -63,9 +63,6 @@ class Verdict(str, Enum):
         if self is Verdict.DEPENDENT:
             return "A non-zero combination of the CGFs is affine (certified)."
         return "Neither independence nor dependence could be certified."
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,13 @@ import mpmath
 import numpy as np
 import pytest
 import sympy as sp
+from helpers import RTOL_FLOAT, RTOL_FLOAT_VS_MP, arb_contains_exact
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from ntkcheck import cgf
 from ntkcheck.errors import InputError
-
-from helpers import RTOL_FLOAT, RTOL_FLOAT_VS_MP, arb_contains_exact
 
 finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
 

@@ -7,7 +7,12 @@ from fractions import Fraction
 import numpy as np
 
 from ntkcheck.families import Empirical, Gaussian, UniformCube
-from ntkcheck.identities import numerically_affine, product_identity, prove_dependence, symbolic_identity
+from ntkcheck.identities import (
+    numerically_affine,
+    product_identity,
+    prove_dependence,
+    symbolic_identity,
+)
 
 F = Fraction
 
