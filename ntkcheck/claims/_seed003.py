@@ -528,7 +528,13 @@ CLAIMS_003: list[Claim] = [
                   "largest (or two smallest) projected atoms are pairwise distinct, the Lambda_i^w are "
                   "independent modulo affine functions (strong independence at w).",
         hypothesis=_gap_hyp, conclusion=_strong_exact_at_w, instances=_gap_instances,
-        examples=(lambda: {"samples": [np.array([[0.0], [1.0]]), np.array([[0.0], [2.0]])], "w": (Fraction(1),)},),
+        examples=(
+            lambda: {"samples": [np.array([[0.0], [1.0]]), np.array([[0.0], [2.0]])], "w": (Fraction(1),)},
+            # Remark 5's product: two distinct atoms everywhere but repeated gaps; the
+            # hypothesis fails, and a condition that forgot "pairwise distinct" is refuted here.
+            lambda: {"samples": [np.array([[0.0], [1.0]]), np.array([[0.0], [3.0]]),
+                                 np.array([[0.0], [1.0], [3.0], [4.0]])], "w": (Fraction(1),)},
+        ),
     ),
     Claim(
         id="003.prop10",
