@@ -325,7 +325,7 @@ def _modp_rows(ms: Sequence[Family], dirs: Sequence[tuple[Fraction, ...]], K: in
         for m in ms:
             if isinstance(m, Empirical):
                 z = _project_exact(m.atoms, w)
-                wts = None if m.weights is None else [to_fraction(float(v)) for v in m._w]
+                wts = None if m.weights is None else m.exact_weights()
                 coeffs.append(series_log_mgf_modp(z, wts, K, p))
             else:
                 coeffs.append([_modp(Fraction(int(c.p), int(c.q)), p) for c in m.taylor_1d(list(w), K, exact=True)])
@@ -451,6 +451,14 @@ def _null_candidates(run: _Run, dirs: list[tuple[Fraction, ...]]) -> list[list[F
     return cands
 
 
+def _arb_mid_mpf(v: arb) -> Any:
+    """The midpoint of a ball as an mpmath number, exactly (it is a dyadic rational)."""
+    import mpmath
+
+    man, exp = v.mid().man_exp()
+    return mpmath.ldexp(mpmath.mpf(int(man)), int(exp))
+
+
 def _two_precision_null(run: _Run, dirs: list[tuple[Fraction, ...]], bits: int = 128) -> tuple[list[float], VerifiedNullVector] | None:
     import mpmath
 
@@ -462,7 +470,7 @@ def _two_precision_null(run: _Run, dirs: list[tuple[Fraction, ...]], bits: int =
         if not rows or not rows[0]:
             return None
         with mpmath.workprec(prec):
-            A = mpmath.matrix([[mpmath.mpf(v.mid().str(radius=False, more=True, digits=prec // 3 + 5)) for v in r] for r in rows])
+            A = mpmath.matrix([[_arb_mid_mpf(v) for v in r] for r in rows])
             colmax = [max(abs(A[i, j]) for i in range(A.rows)) for j in range(A.cols)]
             for j in range(A.cols):
                 for i in range(A.rows):

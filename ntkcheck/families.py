@@ -202,16 +202,20 @@ class Empirical(Family):
         with mpmath.workdps(dps):
             return +val
 
+    def exact_weights(self) -> list[Fraction]:
+        """The weights as exact rationals summing to one: the given floats' exact values,
+        normalised in rational arithmetic (``[1, 1, 1]`` gives exactly 1/3 each), or ``1/N``."""
+        N = self.atoms.shape[0]
+        if self.weights is None:
+            return [Fraction(1, N)] * N
+        raw = [_cgf.to_fraction(float(v)) for v in np.asarray(self.weights, dtype=np.float64).reshape(-1)]
+        tot = sum(raw, Fraction(0))
+        return [v / tot for v in raw]
+
     def cgf_sympy(self, a: Sequence[sp.Symbol]) -> sp.Expr:
         syms = _symbols(a, self.dim)
         terms = []
-        if self.weights is None:
-            wts = [sp.Rational(1, self.atoms.shape[0])] * self.atoms.shape[0]
-        else:
-            # normalise exactly, as taylor_1d does: the float weights need not sum to exactly 1
-            wf = [_cgf.to_fraction(float(v)) for v in self._w]
-            tot = sum(wf, Fraction(0))
-            wts = [sp.Rational((v / tot).numerator, (v / tot).denominator) for v in wf]
+        wts = [sp.Rational(v.numerator, v.denominator) for v in self.exact_weights()]
         for wj, row in zip(wts, self.atoms, strict=True):
             score = sp.Add(*[sp.Rational(_cgf.to_fraction(float(xk)).numerator, _cgf.to_fraction(float(xk)).denominator) * ak for xk, ak in zip(row, syms, strict=True)])
             terms.append(wj * sp.exp(score))
@@ -220,7 +224,7 @@ class Empirical(Family):
     def taylor_1d(self, w: Any, K: int, *, exact: bool = True, prec: int = 128) -> list[Any]:
         wf = _direction(w, self.dim)
         z = _cgf._project_exact(self.atoms, wf)
-        wts = None if self.weights is None else list(self._w)
+        wts = None if self.weights is None else self.exact_weights()
         if exact:
             return _cgf.series_log_mgf_exact(z, wts, K)
         return _cgf.series_log_mgf_arb(z, wts, K, prec)

@@ -65,11 +65,7 @@ def _exp_poly(m: Empirical, w: Sequence[Fraction] | None) -> dict[tuple[Fraction
         atoms = [tuple(to_fraction(float(v)) for v in row) for row in m.atoms]
     else:
         atoms = [(z,) for z in _project_exact(m.atoms, w)]
-    N = len(atoms)
-    wts = [Fraction(1, N)] * N if m.weights is None else [to_fraction(float(v)) for v in m._w]
-    if m.weights is not None:
-        tot = sum(wts, Fraction(0))
-        wts = [v / tot for v in wts]
+    wts = m.exact_weights()
     out: dict[tuple[Fraction, ...], Fraction] = {}
     for a, wj in zip(atoms, wts):
         if wj:

@@ -182,3 +182,31 @@ def test_bad_input(kwargs, err):
 def test_ragged_samples_are_valid():
     dec = decide([np.random.default_rng(0).normal(size=(3, 2)), np.random.default_rng(1).normal(size=(7, 2))])
     assert dec.verdict is Verdict.INDEPENDENT
+
+
+def test_exact_weights_translate():
+    """Weights [1, 1, 1] are read as exactly 1/3 each: the weighted set is a translate of the uniform one."""
+    a = Empirical(np.array([[0.0], [1.0], [2.0]]), weights=np.array([1.0, 1.0, 1.0]))
+    b = Empirical(np.array([[5.0], [6.0], [7.0]]))
+    dec = decide([a, b])
+    assert dec.verdict is Verdict.DEPENDENT and _proportional(dec.null_vector, [1, -1])
+    c = Empirical(np.array([[5.0], [6.0], [7.0]]), weights=np.array([1.0, 2.0, 1.0]))
+    assert decide([a, c]).verdict is Verdict.INDEPENDENT
+
+
+def test_null_vector_at_two_precisions():
+    """Where no exact identity is attempted, a null vector verified at two precisions is reported with both residuals."""
+    from ntkcheck.decide import _Run, _two_precision_null
+
+    ms = [UniformCube(Fraction(3, 2), 1), UniformCube(Fraction(3, 2), 1), UniformCube(Fraction(1), 1)]
+    run = _Run(ms, "interval", 8, 512)
+    got = _two_precision_null(run, [(Fraction(1),)])
+    assert got is not None
+    vec, cert = got
+    # the null vector is proportional to (1, -1, 0): the third law has a different radius
+    v = np.array(vec) / vec[0]
+    np.testing.assert_allclose(v, [1.0, -1.0, 0.0], atol=1e-20)  # exact up to working precision
+    assert cert.residuals[0] < 2.0**-100 and cert.residuals[1] < 2.0**-230
+    assert cert.to_dict()["prec_bits"] == [128, 256]
+    independent = _Run([UniformCube(Fraction(1), 1), UniformCube(Fraction(2), 1)], "interval", 8, 512)
+    assert _two_precision_null(independent, [(Fraction(1),)]) is None
