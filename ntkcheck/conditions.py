@@ -49,6 +49,10 @@ class GapCondition:
     direction : tuple of Fraction
     reason : str
         Why it fails, when it fails.
+    separation : float or None
+        When it holds: the smallest difference between two gaps, relative to the
+        largest projected atom. Near 1e-16 the certificate rests on rounding-level
+        differences of the data (a translate computed in float64 is not exactly one).
     """
 
     holds: bool
@@ -56,6 +60,7 @@ class GapCondition:
     gaps: tuple[Fraction | None, ...]
     direction: tuple[Fraction, ...]
     reason: str = ""
+    separation: float | None = None
     kind: str = "gap-condition"
 
     def to_dict(self) -> dict[str, Any]:
@@ -64,6 +69,7 @@ class GapCondition:
             "statement": f"Prop. 9: the {self.side} gaps of the projected atoms are pairwise distinct" if self.holds else self.reason,
             "holds": self.holds,
             "side": self.side,
+            "separation": self.separation,
             "gaps": [None if g is None else str(g) for g in self.gaps],
             "direction": [str(v) for v in self.direction],
             "reason": self.reason,
@@ -118,7 +124,10 @@ def gap_condition(samples: Any, direction: Sequence[Any], weights: Sequence[Any]
             i = next(k for k, gi in enumerate(g) if gi is None)
             return GapCondition(False, "", tuple(g), wt, f"sample {i} has a single distinct projected atom: its CGF is affine along w")
         if len(set(g)) == len(g):
-            return GapCondition(True, side, tuple(g), wt)
+            srt = sorted(gi for gi in g if gi is not None)
+            scale = max(abs(z) for zs in proj for z in zs) or Fraction(1)
+            sep = min((b - a for a, b in zip(srt, srt[1:])), default=srt[0] if srt else Fraction(0))
+            return GapCondition(True, side, tuple(g), wt, separation=float(sep / scale))
         dup = [gi for gi in g if g.count(gi) > 1][0]
         reasons.append(f"{side} gaps not distinct (gap {dup} repeats)")
     return GapCondition(False, "", tuple(_gaps(proj, True)), wt, "; ".join(reasons))

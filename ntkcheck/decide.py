@@ -47,6 +47,9 @@ from .identities import IdentityProof, prove_dependence
 __all__ = ["Verdict", "Decision", "Structural", "Inconclusive", "VerifiedNullVector", "decide", "as_measures"]
 
 _METHODS = ("auto", "exact", "interval", "float")
+
+#: relative size below which a certificate is flagged as resting on rounding-level differences
+ROUNDING_LEVEL = 1e-13
 _PROPERTIES = ("weak", "strong")
 
 
@@ -189,6 +192,7 @@ class Decision:
     trail: tuple[str, ...] = ()
     seconds: float = 0.0
     K: int = 0
+    notes: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         parts = [f"Decision({self.property}: {self.verdict.value}", f"method={self.method}", f"precision={self.precision}"]
@@ -226,6 +230,7 @@ class Decision:
             "dim": self.dim,
             "K": self.K,
             "trail": list(self.trail),
+            "notes": list(self.notes),
             "seconds": self.seconds,
             "sentence": self.verdict.sentence(self.property),
         }
@@ -361,6 +366,7 @@ class _Run:
     max_bits: int
     trail: list[str] = field(default_factory=list)
     margin: float | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -504,8 +510,22 @@ def _decision(run: _Run, prop: str, verdict: Verdict, method: str, precision: st
     if proof is not None:
         null = proof.null_vector
         affine = (proof.alpha, proof.beta)
+    notes = list(run.notes)
+    if verdict is Verdict.INDEPENDENT:
+        sep = getattr(cert, "separation", None) or getattr(getattr(cert, "strong", None), "separation", None)
+        if sep is not None and sep < ROUNDING_LEVEL:
+            notes.append(
+                f"the gap certificate rests on differences of relative size {sep:.1e}, at the rounding level of the "
+                "data: the verdict is exact for the floats given, but they are within rounding of a configuration "
+                "with repeated gaps (e.g. a translate computed in float64)"
+            )
+        elif run.margin is not None and run.margin < ROUNDING_LEVEL and sep is None:
+            notes.append(
+                f"the float64 margin {run.margin:.1e} is below rounding level: independence is certified for the exact "
+                "input values and may not survive perturbations of the inputs of that relative size"
+            )
     return Decision(verdict, prop, method, precision, run.margin, cert, direction, null, affine, run.n,
-                    run.ms[0].dim, tuple(run.trail), time.perf_counter() - t0, run.K)
+                    run.ms[0].dim, tuple(run.trail), time.perf_counter() - t0, run.K, tuple(notes))
 
 
 def _strong_at(run: _Run, w: tuple[Fraction, ...], t0: float, prove: bool) -> Decision | None:

@@ -210,3 +210,15 @@ def test_null_vector_at_two_precisions():
     assert cert.to_dict()["prec_bits"] == [128, 256]
     independent = _Run([UniformCube(Fraction(1), 1), UniformCube(Fraction(2), 1)], "interval", 8, 512)
     assert _two_precision_null(independent, [(Fraction(1),)]) is None
+
+
+def test_rounding_level_translate_is_flagged():
+    """x + s computed in float64 is not exactly a translate: the exact verdict stands, with a note saying why."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(6, 3))
+    others = list(rng.normal(size=(3, 6, 3)))
+    dec = decide([x, x + np.array([0.1, 0.7, -0.3])] + others)
+    if dec.verdict is Verdict.INDEPENDENT:
+        assert any("rounding level" in n for n in dec.notes), dec.notes
+    clean = decide(others)
+    assert clean.verdict is Verdict.INDEPENDENT and not clean.notes

@@ -116,4 +116,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"affine part alpha = ({', '.join(str(v) for v in dec.affine[0])}), beta = {dec.affine[1]}")
     cert = dec.certificate.to_dict()
     print(f"certificate {cert.get('kind')}: {cert.get('statement', cert.get('suggestion', ''))}")
+    for note in dec.notes:
+        print(f"note: {note}")
     return 0
