@@ -1,0 +1,190 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 — Local convergence of gradient flow from FixUp
+#
+# Seed 002 Thm. 8.5 (seed 003 Thm. 4): if the NTK at initialisation has
+# `spec(K) in [lambda_0, Lambda]` and the initial loss is small, gradient flow over the
+# heads converges linearly, `Loss(s) <= exp(-lambda_0 s) Loss(0)` (eq. 31), and the
+# heads move at most `2 sqrt(2 Lambda + lambda_0/L_K) Loss(0)^{1/2} / lambda_0` in `W_2`.
+#
+# Here we train `H` heads over `L` residual attention layers from FixUp (`V = 0`) with
+# `ntkcheck.dynamics` and measure:
+#
+# 1. the loss against `exp(-lambda_0 s)` (and the linearised `exp(-2 lambda_0 s)`),
+#    `lambda_min` of the NTK along the run, the displacement against the bound;
+# 2. the dependent case with overlap (Prop. 8's converse): a residual in the NTK kernel
+#    does not decay — a plateau;
+# 3. what happens as the initial loss grows.
+#
+# Theory: `theory/local-convergence.md`. Set `NTKCHECK_NOTEBOOK_SMALL=1` for the small
+# sizes the test suite uses.
+
+# %%
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ntkcheck.decide import decide
+from ntkcheck.dynamics import eps_sweep, kernel_plateau, local_convergence
+
+SMALL = os.environ.get("NTKCHECK_NOTEBOOK_SMALL") == "1"
+
+
+def figure_dir() -> Path:
+    """notebooks/figures/ (or $NTKCHECK_FIGURE_DIR), wherever the notebook is run from."""
+    if "NTKCHECK_FIGURE_DIR" in os.environ:
+        out = Path(os.environ["NTKCHECK_FIGURE_DIR"])
+    elif "__file__" in globals():
+        out = Path(__file__).resolve().parent / "figures"
+    elif Path.cwd().name == "notebooks":
+        out = Path.cwd() / "figures"
+    else:
+        out = Path.cwd() / "notebooks" / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+FIGURES = figure_dir()
+
+# %% [markdown]
+# ## The data and the model
+#
+# Four samples of three random tokens in `d = 2` (independent CGFs: Prop. 10), `H` heads
+# shared across `L` layers, depth `T = 1`, the seed 002 readout loss
+# `(1/2) sum_i |y_i - mean(mu_T^i)|^2`. Targets `y = z_0 + eps r` with a random unit
+# direction `r`: `Loss(0) = eps^2 / 2` and, the NTK being positive, `Loss* = 0`.
+
+# %%
+rng = np.random.default_rng(0)
+samples = [rng.standard_normal((3, 2)) for _ in range(4)]
+print(decide(samples, property="weak"))
+
+H, L = (16, 2) if SMALL else (32, 4)
+common = dict(heads=H, layers=L, T=1.0, q_scale=2.0, b_scale=2.0, loss="readout", seed=0)
+
+# %% [markdown]
+# ## 1. Small initial loss: the linear rate
+
+# %%
+run = local_convergence(samples, eps=1e-2, decades=4.0, n_records=15 if SMALL else 40, **common)
+print(run)
+flow = run.flow
+s = np.array(flow.s)
+loss = np.array(flow.loss)
+
+fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(14, 4))
+ax1.semilogy(s, loss, "o-", ms=3, label="Loss(s)")
+ax1.semilogy(s, loss[0] * np.exp(-run.lambda_0 * s), "k--", label="exp(-lambda_0 s) Loss(0)  (eq. 31)")
+ax1.semilogy(s, loss[0] * np.exp(-2 * run.lambda_0 * s), "k:", label="exp(-2 lambda_0 s) Loss(0)  (linearised)")
+ax1.set_xlabel("flow time s")
+ax1.set_title(f"loss, lambda_0 = {run.lambda_0:.3g}, measured rate {run.rate_measured:.3g}")
+ax1.legend(fontsize=7)
+ax2.plot(s, flow.lambda_min, "o-", ms=3, label="lambda_min(K_s)")
+ax2.axhline(run.lambda_0 / 2, color="r", ls="--", lw=0.8, label="lambda_0 / 2 (the proof's floor)")
+ax2.set_xlabel("flow time s")
+ax2.set_title("NTK lambda_min along the run")
+ax2.legend(fontsize=7)
+ax3.plot(s, flow.displacement, "o-", ms=3, label="displacement (>= W_2(rho_s, rho_0))")
+ax3.axhline(run.displacement_bound, color="r", ls="--", lw=0.8, label="Thm. 8.5 bound (L_K -> inf)")
+ax3.set_yscale("log")
+ax3.set_xlabel("flow time s")
+ax3.set_title("displacement of the heads")
+ax3.legend(fontsize=7)
+fig.tight_layout()
+fig.savefig(FIGURES / "04_local_convergence.png", dpi=120)
+plt.close(fig)
+
+print(f"eq. 31 holds on every record: {run.eq31_holds}")
+print(f"measured rate / lambda_0 = {run.rate_measured / run.lambda_0:.3f} (eq. 31 needs >= 1)")
+print(f"asymptotic rate / lambda_0 = {run.rate_asymptotic / run.lambda_0:.3f} (linearised flow: 2)")
+print(f"lambda_min(K_s) / lambda_0 along the run: {min(flow.lambda_min) / run.lambda_0:.4f} .. "
+      f"{max(flow.lambda_min) / run.lambda_0:.4f}")
+print(f"largest relative deviation from the linearised flow: {run.linearisation_error:.2e}")
+print(f"displacement {run.displacement_max:.3g} <= bound {run.displacement_bound:.3g}: "
+      f"{run.displacement_max <= run.displacement_bound}")
+print(f"lower bound on the NTK's Lipschitz constant L_K seen on the run: {run.lipschitz_lower:.3g}")
+
+# %% [markdown]
+# At this small `eps` the run is the linearised flow `du/ds = -K_0 u`: `lambda_min(K_s)`
+# stays at `lambda_0` (far above the proof's floor `lambda_0 / 2`), the fast modes of
+# `K_0` make the initial drop, and the slowest mode then decays at `2 lambda_0` (the
+# asymptotic rate). The averaged rate `min_s -log(Loss(s)/Loss(0)) / s` that eq. 31
+# bounds is above `2 lambda_0` because of the fast transient: eq. 31's `lambda_0` is a
+# floor with a factor 2 of slack (its proof only keeps `lambda_min >= lambda_0 / 2`).
+#
+# ## 2. Dependent CGFs with overlap: the plateau
+#
+# `{0, u}, {0, v}, {0, u, v, u + v}`: `Lambda_3 = Lambda_1 + Lambda_2` and the samples
+# share the atom 0, so `p = (2, 0 | 2, 0 | -4, 0, 0, 0)` (times a unit vector) is in the
+# NTK kernel. The per-token residual is put partly along `p` and partly in the range of
+# the NTK. The range part decays at the linear rate; the kernel part stays.
+
+# %%
+plateau = kernel_plateau(heads=8, layers=2, eps=1e-2, mix=0.5, decades=3.0, n_records=15 if SMALL else 40)
+print(plateau)
+ps = np.array(plateau.flow.s)
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.semilogy(ps, plateau.kernel_loss, "o-", ms=3, label="kernel part of the loss")
+ax.semilogy(ps, plateau.range_loss, "s-", ms=3, label="range part of the loss")
+ax.semilogy(ps, plateau.range_loss[0] * np.exp(-2 * plateau.lambda_plus * ps), "k:",
+            label="exp(-2 lambda_+ s) (slowest range mode)")
+ax.set_xlabel("flow time s")
+ax.set_title(f"dependent with overlap: kernel dimension {plateau.kernel_dim}")
+ax.legend(fontsize=7)
+fig.tight_layout()
+fig.savefig(FIGURES / "04_plateau.png", dpi=120)
+plt.close(fig)
+
+# %% [markdown]
+# ## 3. Growing the initial loss
+#
+# Eq. 30 asks for a small initial excess loss; how small depends on the NTK's Lipschitz
+# constant `L_K`, which cannot be computed. Here the same heads and direction are run at
+# growing `eps`; the rate is reported relative to `lambda_0`. `breakdown_eps` is the
+# first `eps` at which eq. 31 fails on the run (`nan`: none in the range tried).
+
+# %%
+eps_values = (1e-2, 0.3, 3.0) if SMALL else (1e-2, 0.1, 0.3, 1.0, 3.0, 10.0)
+sweep = eps_sweep(samples, eps_values, decades=4.0, n_records=10 if SMALL else 20, **common)
+print(sweep)
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.semilogx(sweep.eps, np.array(sweep.rate_measured) / sweep.lambda_0, "o-", label="measured rate / lambda_0")
+ax.axhline(1.0, color="r", ls="--", lw=0.8, label="eq. 31 (rate lambda_0)")
+ax.axhline(2.0, color="k", ls=":", lw=0.8, label="linearised (2 lambda_0)")
+ax.set_xlabel("eps (Loss(0) = eps^2 / 2)")
+ax.legend(fontsize=7)
+fig.tight_layout()
+fig.savefig(FIGURES / "04_eps_sweep.png", dpi=120)
+plt.close(fig)
+
+# %% [markdown]
+# ## Summary
+#
+# What the test suite checks: eq. 31 holds and the displacement stays under the bound
+# for the small initial loss, and the slowest mode decays at the linearised `2 lambda_0`
+# (within 10%); in the dependent case the kernel part of the loss stays
+# (it keeps more than 90% of its value while the range part loses more than 99%).
+
+# %%
+theorem_ok = run.eq31_holds and run.displacement_max <= run.displacement_bound
+linear_regime = abs(run.rate_asymptotic / (2 * run.lambda_0) - 1) < 0.1
+plateau_seen = plateau.kernel_loss_ratio > 0.9 and plateau.range_loss_ratio < 1e-2
+print("Thm. 8.5 on the run:", theorem_ok, "  slowest mode at 2 lambda_0:", linear_regime,
+      "  plateau in the kernel direction:", plateau_seen)

@@ -1,0 +1,103 @@
+"""The notebooks run top to bottom and reach the conclusions they state.
+
+Each notebook (jupytext percent-format ``.py`` in ``notebooks/``) is converted to an
+nbformat notebook, a final cell is appended that prints the notebook's verdict variables
+as JSON, and the whole is executed by nbclient in a fresh ``python3`` kernel — as a
+reader running it in Jupyter would — with ``NTKCHECK_NOTEBOOK_SMALL=1`` (small sizes)
+and the figures redirected to a temporary directory. The kernel route (rather than
+``runpy``) is used because it is what the notebooks are for: it catches cells that only
+work when run as a script, e.g. a reliance on ``__file__``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+
+jupytext = pytest.importorskip("jupytext", reason="notebook tests need the test extras (jupytext)")
+nbformat = pytest.importorskip("nbformat", reason="notebook tests need the test extras (nbformat)")
+nbclient = pytest.importorskip("nbclient", reason="notebook tests need the test extras (nbclient)")
+pytest.importorskip("ipykernel", reason="notebook tests need the test extras (ipykernel)")
+
+#: per-cell timeout: generous against a loaded 2-core machine (each notebook takes ~10-20 s)
+CELL_TIMEOUT = 300
+
+#: notebook -> (verdict variables, figures it writes)
+EXPECTED = {
+    "01_seed_examples.py": (("all_as_predicted", "margin_decreasing"), ("01_cgfs.png", "01_margins.png")),
+    "02_overlap.py": (("table_reproduced",), ("02_overlap_spectra.png",)),
+    "03_screening.py": (("bundled_ok", "user_ok", "q_zero_singular", "q_positive_ok"), ("03_init_scales.png",)),
+    "04_local_convergence.py": (("theorem_ok", "linear_regime", "plateau_seen"),
+                                ("04_local_convergence.png", "04_plateau.png", "04_eps_sweep.png")),
+}
+
+
+def test_every_notebook_is_tested():
+    present = {p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.py")}
+    assert present == set(EXPECTED), f"notebooks without a test (or tests without a notebook): {present ^ set(EXPECTED)}"
+
+
+def _run(name: str, variables: tuple[str, ...], figure_dir: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    nb = jupytext.read(NOTEBOOKS / name)
+    pairs = ", ".join(f"{v!r}: bool({v})" for v in variables)
+    probe = "import json as _json\nprint('VERDICTS=' + _json.dumps({" + pairs + "}))"
+    nb.cells.append(nbformat.v4.new_code_cell(probe))
+    # The kernel inherits this process's environment.
+    monkeypatch.setenv("NTKCHECK_NOTEBOOK_SMALL", "1")
+    monkeypatch.setenv("NTKCHECK_FIGURE_DIR", str(figure_dir))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    client = nbclient.NotebookClient(
+        nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
+    client.execute()
+    text = "".join(
+        out.get("text", "") for out in nb.cells[-1].outputs if out.get("output_type") == "stream"
+    )
+    line = next((ln for ln in text.splitlines() if ln.startswith("VERDICTS=")), None)
+    assert line is not None, f"{name}: the final cell printed no verdicts: {text!r}"
+    return json.loads(line[len("VERDICTS="):])
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_notebook_runs_and_reaches_its_conclusions(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Every notebook runs top to bottom in a kernel, every verdict variable it ends on is
+    True (e.g. 01: every seed example decided as the theory predicts; 02: the MATH.md
+    section 3 table reproduced), and every figure it promises is written."""
+    variables, figures = EXPECTED[name]
+    verdicts = _run(name, variables, tmp_path, monkeypatch)
+    assert verdicts == dict.fromkeys(variables, True), f"{name}: {verdicts}"
+    missing = [f for f in figures if not (tmp_path / f).is_file() or (tmp_path / f).stat().st_size == 0]
+    assert not missing, f"{name} did not write {missing}"
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed")
+def test_notebooks_pass_ruff():
+    """Notebooks are code (STYLE.md habit 9): they pass the project's ruff settings."""
+    res = subprocess.run(
+        [shutil.which("ruff") or "ruff", "check", "--quiet", str(NOTEBOOKS)],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_notebooks_are_percent_format():
+    """jupytext reads every notebook as percent format (a stray edit can silently turn cells into one)."""
+    for name in EXPECTED:
+        nb = jupytext.read(NOTEBOOKS / name)
+        kinds = {c.cell_type for c in nb.cells}
+        assert kinds == {"markdown", "code"}, f"{name}: cell types {kinds}"
+        assert len(nb.cells) >= 6, f"{name}: only {len(nb.cells)} cells"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
