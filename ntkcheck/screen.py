@@ -8,8 +8,11 @@ For token sets :math:`X_1, \dots, X_n` and heads drawn from an init spec, the re
 * the NTK Gram spectrum at FixUp (``ntkcheck.gram``) and the cross-check against seed 003
   Prop. 8 (``ntkcheck.crosscheck``); when the samples are dependent, the cross-check is
   repeated on the samples outside the dependency, so both outcomes are visible;
-* the local-convergence rate of seed 002 Thm. 8.5 for a depth-``T`` model with the same
-  heads at every depth, whose NTK is ``T`` times the one-layer NTK (MATH.md section 3, 5):
+* the local-convergence rate of seed 002 Thm. 8.5 for the mean-field depth-``T`` model
+  (each layer's heads drawn from the same law :math:`\rho`, MATH.md sections 3 and 5), whose
+  NTK for the per-token loss :math:`\tfrac12\sum_i \|x_T - y_i\|^2_{L^2(\mu_i)}` is ``T``
+  times the one-layer NTK (:mod:`ntkcheck.dynamics` normalises that loss by ``1/n``, which
+  divides the rate by ``n``; heads shared by every layer multiply it by another ``T``):
 
   .. math::
 
@@ -41,6 +44,9 @@ __all__ = ["SampleSummary", "ScreenReport", "screen", "default_head_count", "loa
            "RATE_CAVEAT"]
 
 RATE_CAVEAT = (
+    "convention: mean-field depth T (heads of each layer drawn from the same law), per-token loss "
+    "(1/2) sum_i ||x_T - y_i||^2 in L^2(mu_i) (ntkcheck flow's 1/n-normalised loss divides the rate by n; "
+    "heads shared by all layers multiply it by T). "
     "lambda_0 is the rate of seed 002 Thm. 8.5 (eq. 31) only if the initial excess loss is below "
     "lambda_0^4 / (16 L_K (lambda_0 + 2 Lambda L_K)) (eq. 30); that threshold needs the NTK's Lipschitz "
     "constant L_K, which is not computed here"
