@@ -8,30 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from typing import Any
 
 from ..errors import InputError
-
-
-def _pos_float(x: str) -> float:
-    try:
-        v = float(x)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {x!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {x!r}")
-    return v
-
-
-def _pos_int(x: str) -> int:
-    try:
-        v = int(x)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {x!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {x!r}")
-    return v
+from ._args import positive_float, positive_int
 
 
 def register(subparsers: Any) -> None:
@@ -45,22 +25,22 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("path", nargs="?", default=None, help=".npy (n, N, d) or .npz (sample_0, ...) token file")
     p.add_argument("--samples", default=None, help="comma-separated sample indices to use (default: all; bundled: 0,1,2,3)")
-    p.add_argument("--heads", type=_pos_int, default=16, help="heads per layer H (default 16)")
-    p.add_argument("--layers", type=_pos_int, default=4, help="Euler layers L (default 4)")
-    p.add_argument("--depth-T", type=_pos_float, default=1.0, help="depth horizon T (default 1)")
+    p.add_argument("--heads", type=positive_int, default=16, help="heads per layer H (default 16)")
+    p.add_argument("--layers", type=positive_int, default=4, help="Euler layers L (default 4)")
+    p.add_argument("--depth-T", type=positive_float, default=1.0, help="depth horizon T (default 1)")
     p.add_argument("--per-layer", action="store_true", help="one head set per layer (default: shared over depth)")
     p.add_argument("--loss", choices=("readout", "tokens"), default="readout",
                    help="readout: (1/2) sum_i |y_i - mean(mu_T^i)|^2 (seed 002, default); tokens: per-token targets")
-    p.add_argument("--eps", type=_pos_float, default=1e-2, help="target offset y = z0 + eps r (default 0.01)")
-    p.add_argument("--time", type=_pos_float, default=None,
+    p.add_argument("--eps", type=positive_float, default=1e-2, help="target offset y = z0 + eps r (default 0.01)")
+    p.add_argument("--time", type=positive_float, default=None,
                    help="flow time (default: 4 decades of the slowest linearised mode, 4 ln10 / (2 lambda_0))")
-    p.add_argument("--q-scale", type=_pos_float, default=1.0, help="std of the Q entries (default 1)")
-    p.add_argument("--b-scale", type=_pos_float, default=1.0, help="std of the b entries (default 1)")
+    p.add_argument("--q-scale", type=positive_float, default=1.0, help="std of the Q entries (default 1)")
+    p.add_argument("--b-scale", type=positive_float, default=1.0, help="std of the b entries (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of heads and target direction (default 0)")
-    p.add_argument("--records", type=_pos_int, default=20, help="number of records along the run (default 20)")
-    p.add_argument("--rtol", type=_pos_float, default=1e-7, help="solve_ivp rtol (default 1e-7)")
-    p.add_argument("--atol", type=_pos_float, default=1e-12, help="solve_ivp atol (default 1e-12)")
-    p.add_argument("--step", type=_pos_float, default=None, help="explicit gradient descent with this step instead of solve_ivp")
+    p.add_argument("--records", type=positive_int, default=20, help="number of records along the run (default 20)")
+    p.add_argument("--rtol", type=positive_float, default=1e-7, help="solve_ivp rtol (default 1e-7)")
+    p.add_argument("--atol", type=positive_float, default=1e-12, help="solve_ivp atol (default 1e-12)")
+    p.add_argument("--step", type=positive_float, default=None, help="explicit gradient descent with this step instead of solve_ivp")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="FILE.png", default=None, help="plot loss, lambda_min and displacement")
     p.add_argument("--progress", action="store_true", help="progress bar")

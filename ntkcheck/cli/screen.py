@@ -13,33 +13,14 @@ from typing import Any
 
 from ..errors import InputError
 from ..io import bundled_path, load_samples
-
-
-def _finite(x: str) -> float:
-    try:
-        v = float(x)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {x!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {x!r}")
-    return v
-
-
-def _positive_int(x: str) -> int:
-    try:
-        v = int(x)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {x!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {x!r}")
-    return v
+from ._args import nonnegative_float, positive_int
 
 
 def _head_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--heads", type=_positive_int, default=None,
+    p.add_argument("--heads", type=positive_int, default=None,
                    help="number of heads H (default: ceil(4 M / d), so that H d >= 4 M)")
-    p.add_argument("--q-scale", type=_finite, default=1.0, help="scale of the Q entries (default 1)")
-    p.add_argument("--b-scale", type=_finite, default=1.0, help="scale of the b entries (default 1)")
+    p.add_argument("--q-scale", type=nonnegative_float, default=1.0, help="scale of the Q entries (default 1)")
+    p.add_argument("--b-scale", type=nonnegative_float, default=1.0, help="scale of the b entries (default 1)")
     p.add_argument("--dist", choices=("gaussian", "uniform"), default="gaussian", help="head init law")
     p.add_argument("--seed", type=int, default=0, help="seed of the head initialisation (default 0)")
     p.add_argument("--heads-file", metavar="FILE.npz", default=None,
