@@ -38,3 +38,13 @@ def test_errors_are_one_line(capsys, tmp_path):
     assert main(["decide", "--family", "uniform-cube", "--radii", "-1"]) == 2
     assert "radius" in capsys.readouterr().err
     assert main(["decide", str(tmp_path / "t.npy"), "--property", "strong", "--direction", "0"]) == 2
+
+
+def test_gaussian_and_dirac_families(capsys):
+    """Seed 003 Ex. 6: Gaussians with one covariance and single Diracs are dependent."""
+    assert main(["decide", "--family", "gaussian", "--points", "0,0;1,1;2,-1", "--dim", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "dependent"
+    assert main(["decide", "--family", "dirac", "--points", "0;3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "dependent"
+    assert main(["decide", "--family", "dirac", "--points", "0,0;1", "--dim", "2"]) == 2
+    assert "vector 1" in capsys.readouterr().err

@@ -10,10 +10,10 @@ from typing import Any
 from ..decide import Decision, decide
 from ..errors import InputError
 from ..examples import seed_examples
-from ..families import Family, GaussianMixture2, Laplace, UniformCube
+from ..families import Dirac, Family, Gaussian, GaussianMixture2, Laplace, UniformCube
 from ..io import load_samples
 
-_FAMILIES = ("uniform-cube", "laplace", "gaussian-mixture")
+_FAMILIES = ("uniform-cube", "laplace", "gaussian-mixture", "gaussian", "dirac")
 
 
 def register(sub: Any) -> None:
@@ -28,7 +28,8 @@ def register(sub: Any) -> None:
     p.add_argument("--radii", help="uniform-cube: radii r_i, comma separated (exact decimals)")
     p.add_argument("--scales", help="laplace: covariances s_i * I, comma separated")
     p.add_argument("--separations", help="gaussian-mixture: m_i = sep_i * e_1, comma separated")
-    p.add_argument("--variance", default="1", help="gaussian-mixture: covariance variance * I (default 1)")
+    p.add_argument("--variance", default="1", help="gaussian-mixture, gaussian: covariance variance * I (default 1)")
+    p.add_argument("--points", help="dirac: atoms; gaussian: means. Semicolon-separated vectors, e.g. '0,0;1,2'")
     p.add_argument("--dim", type=int, default=1, help="dimension d for --family (default 1)")
     p.add_argument("--property", choices=("weak", "strong"), default="weak")
     p.add_argument("--direction", help="direction w for the strong property, comma separated")
@@ -60,6 +61,14 @@ def _family_measures(args: argparse.Namespace) -> list[Family]:
     if args.family == "laplace":
         return [Laplace(eye(s)) for s in _numbers(args.scales, "scales")]
     var = _numbers(args.variance, "variance")[0]
+    if args.family in ("gaussian", "dirac"):
+        if not args.points:
+            raise InputError("--points is required for this family")
+        vecs = [_numbers(v, "points") for v in args.points.split(";") if v.strip()]
+        for k, v in enumerate(vecs):
+            if len(v) != d:
+                raise InputError(f"--points: vector {k} has {len(v)} entries, --dim is {d}")
+        return [Dirac(v) for v in vecs] if args.family == "dirac" else [Gaussian(v, eye(var)) for v in vecs]
     return [GaussianMixture2([m] + [0] * (d - 1), eye(var)) for m in _numbers(args.separations, "separations")]
 
 
