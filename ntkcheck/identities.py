@@ -140,7 +140,10 @@ def _is_zero(expr: sp.Expr) -> bool:
     if e == 0:
         return True
     try:
-        return bool(sp.simplify(e) == 0)
+        if sp.simplify(e) == 0:
+            return True
+        # hyperbolic closed forms (log cosh, sinh x / x) against log-sum-exps: compare as exponentials
+        return bool(sp.simplify(e.rewrite(sp.exp)) == 0)
     except (TypeError, ValueError, NotImplementedError):  # pragma: no cover - sympy internals
         return False
 

@@ -56,3 +56,12 @@ def test_symbolic_identity_gaussians():
 def test_numerical_filter():
     assert numerically_affine([UniformCube("1", 1), UniformCube("1", 1)], [F(1), F(-1)])
     assert not numerically_affine([UniformCube("1", 1), UniformCube("2", 1)], [F(1), F(-1)])
+
+
+def test_symbolic_identity_hyperbolic_vs_log_sum_exp():
+    """The two-point law {-1, 1} and the mixture (1/2)N(1, 0) + (1/2)N(-1, 0) are one law: log cosh = log-sum-exp."""
+    from ntkcheck.decide import Verdict, decide
+    from ntkcheck.families import GaussianMixture2
+
+    dec = decide([Empirical(np.array([[-1.0], [1.0]])), GaussianMixture2([1], [[0]])])
+    assert dec.verdict is Verdict.DEPENDENT and dec.certificate.kind == "symbolic-identity"
