@@ -75,8 +75,16 @@ RESOLUTION_SVD = 1e-26
 POSITIVE_REL = 1e-12
 #: full spectrum returned up to this many token slots.
 MAX_EIGENVALUES = 4096
-#: default number of float64 entries in the score block of one chunk (32 MiB).
-DEFAULT_CHUNK = 1 << 22
+#: default workspace of one feature tile, in float64 entries (1 MiB: stays in the L2 cache).
+DEFAULT_CHUNK = 1 << 17
+#: scores bounded by this in absolute value are exponentiated without the max-shift:
+#: exp stays within [1e-87, 1e87], far from overflow and from subnormals.
+_EXP_SAFE = 200.0
+#: per-sample products are kept at m n k <= 2^18 multiply-adds, where OpenBLAS stays on one
+#: thread: tiny threaded products were measured 10-100x slower when the other core is busy.
+_SERIAL_GEMM = 1 << 18
+#: entries of one column block of F in the accumulated Gram (256 MiB).
+_GRAM_BLOCK = 1 << 25
 #: the SVD fallback is attempted only if F fits in this many bytes.
 SVD_MEMORY_LIMIT = 4 << 30
 #: certification is attempted only up to this many token slots (Arb, Python-level exps).
@@ -192,55 +200,118 @@ def _as_heads(heads: Any, d: int) -> Heads:
 # ---------------------------------------------------------------------------- features
 
 
-def _slots(samples: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Row offsets of each sample in ``F`` and the slot weights ``1/N_i``."""
+def _length_groups(samples: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Samples of equal length stacked: ``(X, rows)`` with ``X`` of shape (g, N, d) and ``rows``
+    the (g N,) row indices of their slots in ``F`` (sample order)."""
     sizes = np.array([s.shape[0] for s in samples])
     offsets = np.concatenate([[0], np.cumsum(sizes)])
-    w = np.repeat(1.0 / sizes, sizes)
-    return offsets, w
-
-
-def _feature_blocks(samples: list[np.ndarray], heads: Heads, chunk: int, progress: bool):
-    """Yield ``(h0, h1, block)`` with ``block`` the columns ``h0*d:h1*d`` of ``F`` (shape (M, (h1-h0) d)).
-
-    Samples of equal length are batched; per block the workspace is a few arrays of
-    ``g * c * N^2`` floats with ``g * c * N^2 <= chunk`` (``g`` samples, ``c`` heads).
-    """
-    H, d = heads.count, heads.dim
-    offsets, w = _slots(samples)
-    M = int(offsets[-1])
-    scale = np.sqrt(w / H)
     by_len: dict[int, list[int]] = {}
-    for i, s in enumerate(samples):
-        by_len.setdefault(s.shape[0], []).append(i)
-    # Heads per column block: bound the score workspace of the largest sample group.
-    nmax = max(by_len)
-    per_head = max(nmax * nmax, 1)
-    c = int(max(1, min(H, chunk // per_head)))
-    QT = np.ascontiguousarray(np.transpose(heads.Q, (0, 2, 1)))
-    starts = range(0, H, c)
-    bar = tqdm(starts, desc="attention features", unit="chunk", disable=not progress or len(starts) < 2)
-    for h0 in bar:
-        h1 = min(H, h0 + c)
-        block = np.empty((M, (h1 - h0) * d))
-        q = QT[h0:h1]  # (c, d, d)
-        bb = heads.b[h0:h1][:, None, :]  # (c, 1, d)
-        for N, idx in by_len.items():
-            g_max = max(1, chunk // max((h1 - h0) * N * N, 1))
-            for k0 in range(0, len(idx), g_max):
-                sub = idx[k0:k0 + g_max]
-                X = np.stack([samples[i] for i in sub])[:, None]  # (g, 1, N, d)
-                A = X @ q + bb  # queries Q x + b: (g, c, N, d)
-                S = A @ np.swapaxes(X, -1, -2)  # scores <Qx+b, y>: (g, c, N, N)
-                S -= S.max(axis=-1, keepdims=True)  # max-shift: exp never overflows
-                np.exp(S, out=S)
-                S /= S.sum(axis=-1, keepdims=True)
-                phi = S @ X  # (g, c, N, d)
-                for t, i in enumerate(sub):
-                    r0, r1 = offsets[i], offsets[i + 1]
-                    block[r0:r1] = np.transpose(phi[t], (1, 0, 2)).reshape(N, -1)
-        block *= scale[:, None]
-        yield h0, h1, block
+    for i, n in enumerate(sizes.tolist()):
+        by_len.setdefault(n, []).append(i)
+    groups = []
+    for idx in by_len.values():
+        X = np.stack([samples[i] for i in idx])
+        rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in idx])
+        groups.append((X, rows))
+    return groups
+
+
+def _tile_shape(N: int, d: int, width: int, g_all: int, chunk: int) -> tuple[int, int]:
+    """Heads ``c`` and samples ``g`` of one tile.
+
+    Workspace ``g N c (N + d + 2) <= chunk`` floats (when one sample and one head fit), and
+    each per-sample product (queries ``N x (d+1)`` by ``(d+1) x c d``, scores ``N x d`` by
+    ``d x N c``, means ``N c x N`` by ``N x d``) at most ``_SERIAL_GEMM`` multiply-adds.
+    """
+    per_head = N * (N + d + 2)
+    c = max(1, min(width, chunk // per_head, _SERIAL_GEMM // max(N * d * max(d + 1, N), 1)))
+    g = max(1, min(g_all, chunk // (per_head * c)))
+    return c, g
+
+
+def _attend(X: np.ndarray, Xa: np.ndarray, Qa: np.ndarray, bound: np.ndarray, scale: float,
+            out: np.ndarray, chunk: int, bar: Any) -> None:
+    r"""Write the scaled features of the samples ``X`` (g_all, N, d) for ``C`` heads into ``out``.
+
+    ``Xa`` is ``X`` with a column of ones appended (g_all, N, d + 1), ``Qa`` (d + 1, C d) holds
+    :math:`Q_h^T` side by side over a last row of biases (so one product gives
+    :math:`Q_h x + b_h`), ``bound`` (C,) bounds the scores' :math:`|\langle Q_h x + b_h, y\rangle|`,
+    and ``out`` is a C-contiguous (g_all N, C d) array, written once.
+
+    Per tile of ``g`` samples and ``c`` heads, all in a workspace of at most ``chunk``
+    floats (cache-resident): one product per sample each for the queries, the scores and
+    the softmax means, the exponentials and the normalisation in place.
+    """
+    g_all, N, d = X.shape
+    C = Qa.shape[1] // d
+    c, g = _tile_shape(N, d, C, g_all, chunk)
+    out4 = out.reshape(g_all, N, C, d)
+    # flat workspaces; partial tiles use a contiguous prefix of each
+    wa = np.empty(g * N * c * d)
+    ws = np.empty(g * N * N * c)
+    wn = np.empty(g * N * c)
+    for j0 in range(0, C, c):
+        j1 = min(C, j0 + c)
+        cj = j1 - j0
+        Qj = Qa if cj == C else np.ascontiguousarray(Qa[:, j0 * d:j1 * d])
+        # Below _EXP_SAFE every exponential is a normal float and the max-shift (an exact
+        # identity) can be skipped; above it, shift, so that exp never overflows.
+        shift = float(bound[j0:j1].max()) > _EXP_SAFE
+        for t0 in range(0, g_all, g):
+            t1 = min(g_all, t0 + g)
+            gt = t1 - t0
+            Xt = X[t0:t1]
+            A = np.matmul(Xa[t0:t1], Qj, out=wa[:gt * N * cj * d].reshape(gt, N, cj * d))
+            A = A.reshape(gt, N * cj, d)  # rows (j, h): the query Q_h x_j + b_h
+            S = np.matmul(Xt, A.transpose(0, 2, 1), out=ws[:gt * N * N * cj].reshape(gt, N, N * cj))
+            if shift:
+                S -= S.max(axis=1, keepdims=True)
+            np.exp(S, out=S)  # S[t, k, (j, h)] = exp <Q_h x_tj + b_h, x_tk> (shifted)
+            s = np.sum(S, axis=1, keepdims=True, out=wn[:gt * N * cj].reshape(gt, 1, N * cj))
+            np.divide(scale, s, out=s)
+            S *= s  # softmax weights times sqrt(w / H)
+            if cj == C:
+                np.matmul(S.transpose(0, 2, 1), Xt, out=out4[t0:t1].reshape(gt, N * C, d))
+            else:
+                P = np.matmul(S.transpose(0, 2, 1), Xt, out=A)  # the queries are no longer needed
+                out4[t0:t1, :, j0:j1] = P.reshape(gt, N, cj, d)
+            bar.update(gt * N * cj)
+
+
+def _feature_columns(groups: list[tuple[np.ndarray, np.ndarray]], heads: Heads, h0: int, h1: int,
+                     out: np.ndarray, chunk: int, bar: Any) -> None:
+    """Columns ``h0 d : h1 d`` of ``F`` into the C-contiguous (M, (h1 - h0) d) array ``out``."""
+    H, d = heads.count, heads.dim
+    C = h1 - h0
+    Qa = np.empty((d + 1, C * d))
+    Qa[:d] = heads.Q[h0:h1].reshape(C * d, d).T
+    Qa[d] = heads.b[h0:h1].reshape(C * d)
+    qnorm = np.linalg.norm(heads.Q[h0:h1].reshape(C, -1), axis=1)  # Frobenius >= operator norm
+    bnorm = np.linalg.norm(heads.b[h0:h1], axis=1)
+    for X, rows in groups:
+        g_all, N, _ = X.shape
+        Xa = np.concatenate([X, np.ones((g_all, N, 1))], axis=2)
+        R = float(np.sqrt(np.max(np.einsum("gnd,gnd->gn", X, X))))
+        bound = (qnorm * R + bnorm) * R  # |<Q x + b, y>| <= (|Q|_F |x| + |b|) |y|
+        scale = math.sqrt(1.0 / (N * H))
+        r0 = int(rows[0])
+        if rows[-1] - r0 + 1 == rows.size:  # contiguous slots: write in place
+            _attend(X, Xa, Qa, bound, scale, out[r0:r0 + rows.size], chunk, bar)
+            continue
+        # Interleaved lengths: go through a buffer of at most ~chunk entries, then scatter.
+        gb = max(1, min(g_all, chunk // (N * C * d)))
+        buf = np.empty((gb * N, C * d))
+        for t0 in range(0, g_all, gb):
+            t1 = min(g_all, t0 + gb)
+            part = buf[:(t1 - t0) * N]
+            _attend(X[t0:t1], Xa[t0:t1], Qa, bound, scale, part, chunk, bar)
+            out[rows[t0 * N:t1 * N]] = part
+
+
+def _progress(total: int, progress: bool) -> Any:
+    # Unit: one slot and one head (N exponentials); disabled for short runs and off a terminal.
+    return tqdm(total=total, desc="attention features", unit="slot-head", unit_scale=True,
+                disable=True if (not progress or total < (1 << 22)) else None)
 
 
 def attention_features(
@@ -253,6 +324,19 @@ def attention_features(
         F_{(i,j),\,h d : (h+1) d} = \sqrt{w_{ij}/H}\;\nabla\Lambda_i(Q_h x_{ij} + b_h),
         \qquad w_{ij} = 1/N_i .
 
+    Computed in cache-resident tiles of ``g`` samples (of equal length ``N``) and ``c``
+    heads: per sample one product each for the queries :math:`Q_h x_{ij} + b_h` of all
+    ``c`` heads (``(N, d+1) x (d+1, c d)``, the bias as a last row), the scores
+    (``(N, d) x (d, N c)``) and the softmax means (``(N c, N) x (N, d)``), written straight
+    into ``F``; the exponentials and the normalisation run in place on the tile. The
+    per-sample products are kept small enough that OpenBLAS runs them on one thread (tiny
+    threaded products were measured 10-100x slower when the other core is busy).
+    Exponentials dominate the cost at small ``d`` (``M H N`` of them, MATH.md section 6),
+    the products at large ``d``. The scores are max-shifted whenever the a-priori bound
+    :math:`|\langle Q_h x + b_h, y\rangle| \le (\|Q_h\|_F R + \|b_h\|) R`
+    (``R`` the largest token norm) exceeds 200, so no exponential overflows or underflows
+    to 0 for the largest term; below that bound the shift, an exact identity, is skipped.
+
     Parameters
     ----------
     samples : list of (N_i, d) float arrays, or (n, N, d) array
@@ -260,11 +344,15 @@ def attention_features(
     heads : Heads
         ``H`` heads of dimension ``d``.
     chunk : int
-        Maximum number of score entries held at once. Memory: ``F`` itself
-        (``8 M H d`` bytes) plus a workspace of at most ``~ 4 * 8 * max(chunk, N_max^2)`` bytes
-        (128 MiB at the default), independent of ``H``.
+        Workspace bound in float64 entries per tile. Memory: ``F`` itself
+        (``8 M H d`` bytes) plus at most ``8 * max(chunk, N_max (N_max + d + 2))`` bytes of
+        tile workspace (queries, scores, denominators), plus, only when samples of different
+        lengths are interleaved, a scatter buffer of at most ``8 * max(chunk, N_max H d)``
+        bytes, plus the inputs stacked once per length with a column of ones
+        (``8 M (2 d + 1)`` bytes) and the stacked heads (``8 (d + 1) H d`` bytes). The
+        default, ``2^17`` entries (1 MiB), keeps a tile in the L2 cache.
     progress : bool
-        Progress bar over head chunks (only when there is more than one).
+        Progress bar over slot-heads (long runs only, and only on a terminal).
 
     Returns
     -------
@@ -279,23 +367,50 @@ def attention_features(
     """
     S = as_samples(samples)
     heads = _as_heads(heads, S[0].shape[1])
-    if not isinstance(chunk, (int, np.integer)) or chunk < 1:
-        raise InputError(f"chunk: expected a positive integer, got {chunk!r}")
+    chunk = _as_chunk(chunk)
     M = sum(s.shape[0] for s in S)
-    F = np.empty((M, heads.count * heads.dim))
-    d = heads.dim
-    for h0, h1, block in _feature_blocks(S, heads, int(chunk), progress):
-        F[:, h0 * d:h1 * d] = block
+    H = heads.count
+    F = np.empty((M, H * heads.dim))
+    with _progress(M * H, progress) as bar:
+        _feature_columns(_length_groups(S), heads, 0, H, F, chunk, bar)
     return F
 
 
+def _as_chunk(chunk: Any) -> int:
+    if not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise InputError(f"chunk: expected a positive integer, got {chunk!r}")
+    return int(chunk)
+
+
 def _gram_accumulated(S: list[np.ndarray], heads: Heads, chunk: int, progress: bool) -> np.ndarray:
-    """``F F^T`` summed over head chunks without storing ``F`` (memory ``8 M^2`` bytes + workspace)."""
+    """``F F^T`` summed over head blocks without storing ``F``.
+
+    Memory: ``8 M^2`` bytes for the Gram plus one column block of ``F`` of at most
+    ``8 max(2^25, 256 M)`` bytes (at least 256 columns, so the rank-k update runs at
+    matmul speed) plus the tile workspace of :func:`attention_features`. The update is
+    BLAS ``syrk``, in place (no ``M x M`` temporary), and fills only the **lower
+    triangle** of the Fortran-ordered result: every consumer (``eigvalsh``,
+    :func:`_extremal_eigh`) reads only that triangle.
+    """
     M = sum(s.shape[0] for s in S)
-    G = np.zeros((M, M))
-    for _, _, block in _feature_blocks(S, heads, chunk, progress):
-        G += block @ block.T
+    H, d = heads.count, heads.dim
+    c = int(min(H, max(-(-256 // d), _GRAM_BLOCK // (M * d), 1)))
+    groups = _length_groups(S)
+    G = np.zeros((M, M), order="F")
+    block = np.empty((M, c * d))
+    with _progress(M * H, progress) as bar:
+        for h0 in range(0, H, c):
+            h1 = min(H, h0 + c)
+            B = block if h1 - h0 == c else np.empty((M, (h1 - h0) * d))
+            _feature_columns(groups, heads, h0, h1, B, chunk, bar)
+            # B.T is Fortran-ordered (k, M): syrk(trans=1) forms B B^T without copying B.
+            G = sla.blas.dsyrk(1.0, B.T, beta=1.0, c=G, trans=1, lower=1, overwrite_c=1)
     return G
+
+
+def _gram_lower(F: np.ndarray) -> np.ndarray:
+    """``F F^T`` by BLAS ``syrk``: half the work of ``F @ F.T``; lower triangle only (Fortran order)."""
+    return sla.blas.dsyrk(1.0, np.ascontiguousarray(F).T, trans=1, lower=1)
 
 
 # ---------------------------------------------------------------------------- spectrum
@@ -303,7 +418,11 @@ def _gram_accumulated(S: list[np.ndarray], heads: Heads, chunk: int, progress: b
 
 def _extremal_eigh(G: np.ndarray) -> tuple[float, float] | None:
     """(lambda_min, lambda_max) by Cholesky + Lanczos on ``G^{-1}``; None when G is not
-    numerically positive definite (then the caller uses the full eigvalsh)."""
+    numerically positive definite (then the caller uses the full eigvalsh).
+
+    Only the lower triangle of ``G`` is read (as :func:`_gram_accumulated` fills it)."""
+    if not G.flags.f_contiguous:
+        G = np.asfortranarray(G)  # BLAS symv below takes it as is, without a copy per product
     try:
         c = sla.cho_factor(G, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
@@ -312,7 +431,8 @@ def _extremal_eigh(G: np.ndarray) -> tuple[float, float] | None:
     op = LinearOperator((n, n), matvec=lambda v: sla.cho_solve(c, v, check_finite=False), dtype=np.float64)
     try:
         mu = eigsh(op, k=1, which="LA", tol=1e-12, return_eigenvectors=False)[0]
-        lmax = eigsh(G, k=1, which="LA", tol=1e-12, return_eigenvectors=False)[0]
+        lop = LinearOperator((n, n), matvec=lambda v: sla.blas.dsymv(1.0, G, np.ravel(v), lower=1), dtype=np.float64)
+        lmax = eigsh(lop, k=1, which="LA", tol=1e-12, return_eigenvectors=False)[0]
     except (ArpackError, ArpackNoConvergence):
         return None
     if not (mu > 0 and lmax > 0):
@@ -554,8 +674,10 @@ def gram(
         of ``F`` as fallback below relative ``1e-10``; ``"svd"``: always ``svdvals(F)``;
         ``"eigh"``: never the SVD.
     chunk : int
-        Workspace bound of :func:`attention_features`. Peak memory of ``"auto"``:
-        ``8 M (H d + M)`` bytes for ``M <= 4096``, ``8 M^2`` bytes above (plus the SVD
+        Tile workspace bound of :func:`attention_features` (float64 entries). Peak memory
+        of ``"auto"``: ``8 M (H d + M)`` bytes for ``M <= 4096`` (``F`` and ``F F^T``), plus
+        ``eigvalsh``'s copy; above, ``16 M^2`` bytes (the Gram and its Cholesky factor) plus
+        one column block of ``F`` of at most ``8 max(2^25, 256 M)`` bytes (plus the SVD
         fallback's ``8 M H d`` if it is needed and fits in 4 GiB).
 
     Returns
@@ -612,7 +734,7 @@ def gram(
     else:
         if want_all:
             F = attention_features(S, heads, chunk=chunk, progress=progress)
-            G = F @ F.T
+            G = _gram_lower(F)
         else:
             G = _gram_accumulated(S, heads, chunk, progress)
         ext = None if (want_all or by_size) else _extremal_eigh(G)
@@ -620,7 +742,7 @@ def gram(
             lmin, lmax = ext
             used, resolution = "cholesky-lanczos", RESOLUTION_EIGH
         else:
-            eig = np.linalg.eigvalsh(G)
+            eig = np.linalg.eigvalsh(G, UPLO="L")  # G holds its lower triangle only
             used, resolution = "eigvalsh", RESOLUTION_EIGH
             lmin, lmax = float(eig[0]), float(eig[-1])
         del G

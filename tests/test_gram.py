@@ -8,11 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import softmax
 
+from ntkcheck import gram as gram_module
 from ntkcheck.cgf import cgf_gradient
 from ntkcheck.errors import InputError, NtkcheckWarning
 from ntkcheck.gram import (
     Heads,
     _extremal_eigh,
+    _gram_accumulated,
     attention_features,
     certify_lambda_min,
     gram,
@@ -90,6 +92,74 @@ def test_features_match_cgf_gradient():
                 ref = cgf_gradient(X, heads.Q[h] @ x + heads.b[h]) * np.sqrt(1.0 / (len(X) * heads.count))
                 np.testing.assert_allclose(F[r, h * 3:(h + 1) * 3], ref, rtol=RTOL_FEATURES, atol=1e-15)
             r += 1
+
+
+def _reference_features(samples, Q, b):
+    """F by the definition, one slot and one head at a time, independent of the tiled
+    kernel: F[(i, j), h d:(h+1) d] = sqrt(1/(N_i H)) softmax_k(<Q_h x_ij + b_h, x_ik>) @ X_i
+    (scipy's softmax max-shifts)."""
+    H = Q.shape[0]
+    rows = []
+    for X in samples:
+        for x in X:
+            rows.append(np.concatenate([softmax(X @ (Q[h] @ x + b[h])) @ X for h in range(H)])
+                        * np.sqrt(1.0 / (len(X) * H)))
+    return np.array(rows)
+
+
+@pytest.mark.parametrize(
+    "sizes, d, H, scale, chunk",
+    [
+        ([3, 5, 3, 5, 2], 3, 7, 1.0, 1 << 17),  # interleaved lengths: the scatter buffer
+        ([3, 5, 3, 5, 2], 3, 7, 1.0, 7),  # tiny chunk: one sample and one head per tile
+        ([8] * 5, 16, 130, 0.3, 1 << 17),  # more heads than one serial product takes: head sub-tiles
+        ([8] * 5, 16, 130, 0.3, 300),
+        ([4, 4, 6], 2, 9, 40.0, 1 << 17),  # score bound above 200: the max-shifted path
+        ([1, 2], 2, 3, 1.0, 1 << 17),  # a single token: its feature is the token itself
+    ],
+)
+def test_features_match_reference_loop(sizes, d, H, scale, chunk):
+    """The tiled kernel against the per-slot, per-head definition. Compared norm-wise
+    per row: an entry that cancels (a mean of tokens of both signs) has a large relative
+    error in any float64 evaluation, the row does not."""
+    rng = np.random.default_rng(len(sizes) + d + H)
+    S = [rng.standard_normal((n, d)) for n in sizes]
+    heads = init_heads(H, d, q_scale=scale, b_scale=scale, seed=d)
+    F = attention_features(S, heads, chunk=chunk)
+    ref = _reference_features(S, heads.Q, heads.b)
+    # a few ulps, times the O(|score|) amplification of the rounding of the scores in exp
+    # (scores up to ~1e2 at scale 40): 1e-12 of the row norm
+    err = np.linalg.norm(F - ref, axis=1) / np.linalg.norm(ref, axis=1)
+    assert err.max() <= RTOL_FEATURES, err.max()
+
+
+def test_features_shifted_and_unshifted_paths_agree(monkeypatch):
+    """Skipping the max-shift when the a-priori score bound is below 200 is an exact
+    identity: forcing the shift everywhere changes F by rounding only."""
+    S = _random(n=4, N=5, d=3, seed=6)
+    heads = init_heads(12, 3, q_scale=2.0, seed=3)
+    plain = attention_features(S, heads)
+    monkeypatch.setattr(gram_module, "_EXP_SAFE", -1.0)
+    shifted = attention_features(S, heads)
+    # exp of a shifted vs unshifted argument: relative rounding ~ |score| eps, scores O(10)
+    np.testing.assert_allclose(shifted, plain, rtol=1e-12, atol=1e-14 * np.abs(plain).max())
+
+
+def test_gram_accumulated_matches_formed_gram(monkeypatch):
+    """F F^T summed over head blocks by syrk (the route above M = 4096) equals F @ F.T on
+    its lower triangle; the upper triangle is never written."""
+    monkeypatch.setattr(gram_module, "_GRAM_BLOCK", 1)  # smallest blocks: 128 heads of d = 2
+    S = _random(n=12, N=4, d=2, seed=9)
+    heads = init_heads(300, 2, seed=4)
+    F = attention_features(S, heads)
+    G = _gram_accumulated(S, heads, 1 << 17, False)
+    # sums of the same products in a different order: a few ulps of |G|
+    np.testing.assert_allclose(np.tril(G), np.tril(F @ F.T), rtol=0, atol=1e-14 * np.abs(F @ F.T).max())
+    assert not np.triu(G, 1).any()
+    ext = _extremal_eigh(G)  # reads only the lower triangle
+    ev = np.linalg.eigvalsh(F @ F.T)
+    assert ext is not None
+    np.testing.assert_allclose(ext, (ev[0], ev[-1]), rtol=1e-8)  # Lanczos tol 1e-12
 
 
 def test_features_no_overflow_at_huge_scores():
