@@ -107,3 +107,12 @@ def test_screen_bad_arguments():
         screen(S, depth_T=0.0)
     with pytest.raises(InputError, match="heads"):
         screen(S, heads=0)
+
+
+def test_cli_screen_head_options_reach_the_report(capsys):
+    """--heads, --q-scale and --seed change the heads drawn; the report names them."""
+    assert cli.main(["screen", "--json", "--heads", "60", "--q-scale", "2", "--seed", "3", "--no-certify"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["gram"]["heads"] == 60
+    assert cli.main(["screen", "--heads", "60", "--q-scale", "2", "--seed", "3", "--no-certify"]) == 0
+    assert "q_scale 2, b_scale 1, seed 3" in capsys.readouterr().out

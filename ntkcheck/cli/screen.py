@@ -77,8 +77,10 @@ def run(args: argparse.Namespace) -> int:
     samples = load_samples(path)
     if not (math.isfinite(args.depth_T) and args.depth_T > 0):
         raise InputError(f"--depth-T: expected a positive number, got {args.depth_T}")
-    heads = _heads_for(args, samples)
-    report = screen(samples, heads=heads, depth_T=args.depth_T, certify=not args.no_certify, progress=args.progress)
+    # explicit heads from a file; otherwise let screen() draw them so the report names the init spec
+    heads = _heads_for(args, samples) if args.heads_file is not None else args.heads
+    report = screen(samples, heads=heads, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed,
+                    depth_T=args.depth_T, certify=not args.no_certify, progress=args.progress)
     if args.plot:
         plot_report(report, samples, args.plot)
     if args.json:
