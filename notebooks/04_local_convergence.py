@@ -32,36 +32,16 @@
 # sizes the test suite uses.
 
 # %%
-import os
-from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from _nbsetup import FIGURES, SMALL  # noqa: E402  (notebooks/_nbsetup.py)
 
 from ntkcheck.decide import decide
 from ntkcheck.dynamics import eps_sweep, kernel_plateau, local_convergence
-
-SMALL = os.environ.get("NTKCHECK_NOTEBOOK_SMALL") == "1"
-
-
-def figure_dir() -> Path:
-    """notebooks/figures/ (or $NTKCHECK_FIGURE_DIR), wherever the notebook is run from."""
-    if "NTKCHECK_FIGURE_DIR" in os.environ:
-        out = Path(os.environ["NTKCHECK_FIGURE_DIR"])
-    elif "__file__" in globals():
-        out = Path(__file__).resolve().parent / "figures"
-    elif Path.cwd().name == "notebooks":
-        out = Path.cwd() / "figures"
-    else:
-        out = Path.cwd() / "notebooks" / "figures"
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
-FIGURES = figure_dir()
 
 # %% [markdown]
 # ## The data and the model
