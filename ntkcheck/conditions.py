@@ -89,7 +89,7 @@ def gap_condition(samples: Any, direction: Sequence[Any], weights: Sequence[Any]
 
     Parameters
     ----------
-    samples : list of (N_i, d) arrays
+    samples : list of (N_i, d) arrays, or of :class:`~ntkcheck.families.Empirical`
         Token sets (empirical laws; weights do not enter the condition, only the atoms).
     direction : sequence of d numbers
         Read exactly (floats as dyadic rationals).
@@ -104,7 +104,11 @@ def gap_condition(samples: Any, direction: Sequence[Any], weights: Sequence[Any]
     >>> gap_condition([np.array([[0.0], [1.0]]), np.array([[0.0], [2.0]])], [1]).holds
     True
     """
-    xs = as_samples(samples)
+    from .families import Empirical
+
+    given = list(samples) if isinstance(samples, (list, tuple)) else None
+    memo = given if given is not None and given and all(isinstance(m, Empirical) for m in given) else None
+    xs = [m.atoms for m in memo] if memo is not None else as_samples(samples)
     d = xs[0].shape[1]
     w = [to_fraction(v) for v in direction]
     if len(w) != d:
@@ -115,7 +119,8 @@ def gap_condition(samples: Any, direction: Sequence[Any], weights: Sequence[Any]
         for i, (x, wi) in enumerate(zip(xs, weights)):
             if wi is not None and np.any(normalize_weights(wi, x.shape[0]) == 0):
                 raise InputError(f"sample {i}: zero weights; drop those tokens before checking the gap condition")
-    proj = [_project_exact(x, w) for x in xs]
+    # Empirical laws memoise their projections (the engine asks for the same ones again)
+    proj = [m.projected(w) for m in memo] if memo is not None else [_project_exact(x, w) for x in xs]
     wt = tuple(w)
     reasons = []
     for side, top in (("top", True), ("bottom", False)):

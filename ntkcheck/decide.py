@@ -298,11 +298,37 @@ def _default_K(n: int) -> int:
     return max(6, 2 * n + 2)
 
 
-def _exact_rows(ms: Sequence[Family], dirs: Sequence[tuple[Fraction, ...]], K: int) -> tuple[list[list[Any]], list[Any]]:
+_Cache = dict[tuple[Any, ...], list[Any]]
+
+
+def _series(m: Family, w: tuple[Fraction, ...], K: int, kind: str, arg: int, cache: _Cache | None) -> list[Any]:
+    """Taylor coefficients of ``Lambda_m(t w)``: ``kind`` "exact" (fmpq), "ball" (Arb at ``arg``
+    bits) or "modp" (reduced mod the prime ``arg``); memoised per decision."""
+    key = (id(m), w, K, kind, arg)
+    if cache is not None and key in cache:
+        return cache[key]
+    if kind == "exact":
+        out = m.taylor_1d(list(w), K, exact=True)
+    elif kind == "ball":
+        out = m.taylor_1d(list(w), K, exact=False, prec=arg)
+    elif isinstance(m, Empirical):
+        from .cgf import series_log_mgf_modp
+
+        out = series_log_mgf_modp(m.projected(w), None if m.weights is None else m.exact_weights(), K, arg)
+    else:
+        from .cgf import _modp
+
+        out = [_modp(Fraction(int(c.p), int(c.q)), arg) for c in _series(m, w, K, "exact", 0, cache)]
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
+def _exact_rows(ms: Sequence[Family], dirs: Sequence[tuple[Fraction, ...]], K: int, cache: _Cache | None = None) -> tuple[list[list[Any]], list[Any]]:
     labels: list[Any] = []
     rows: list[list[Any]] = [[] for _ in ms]
     for di, w in enumerate(dirs):
-        coeffs = [m.taylor_1d(list(w), K, exact=True) for m in ms]
+        coeffs = [_series(m, w, K, "exact", 0, cache) for m in ms]
         for k in range(2, K + 1):
             col = [c[k] for c in coeffs]
             if any(v != 0 for v in col):
@@ -312,28 +338,19 @@ def _exact_rows(ms: Sequence[Family], dirs: Sequence[tuple[Fraction, ...]], K: i
     return rows, labels
 
 
-def _exact_rows_all(ms: Sequence[Family], dirs: Sequence[tuple[Fraction, ...]], K: int) -> list[list[Any]]:
+def _exact_rows_all(ms: Sequence[Family], dirs: Sequence[tuple[Fraction, ...]], K: int, cache: _Cache | None = None) -> list[list[Any]]:
     rows: list[list[Any]] = [[] for _ in ms]
     for w in dirs:
         for i, m in enumerate(ms):
-            rows[i].extend(m.taylor_1d(list(w), K, exact=True)[2:])
+            rows[i].extend(_series(m, w, K, "exact", 0, cache)[2:])
     return rows
 
 
-def _modp_rows(ms: Sequence[Family], dirs: Sequence[tuple[Fraction, ...]], K: int, p: int) -> tuple[list[list[int]], list[Any]]:
-    from .cgf import _modp, _project_exact, series_log_mgf_modp
-
+def _modp_rows(ms: Sequence[Family], dirs: Sequence[tuple[Fraction, ...]], K: int, p: int, cache: _Cache | None = None) -> tuple[list[list[int]], list[Any]]:
     labels: list[Any] = []
     rows: list[list[int]] = [[] for _ in ms]
     for di, w in enumerate(dirs):
-        coeffs = []
-        for m in ms:
-            if isinstance(m, Empirical):
-                z = _project_exact(m.atoms, w)
-                wts = None if m.weights is None else m.exact_weights()
-                coeffs.append(series_log_mgf_modp(z, wts, K, p))
-            else:
-                coeffs.append([_modp(Fraction(int(c.p), int(c.q)), p) for c in m.taylor_1d(list(w), K, exact=True)])
+        coeffs = [_series(m, w, K, "modp", p, cache) for m in ms]
         for k in range(2, K + 1):
             labels.append(k if len(dirs) == 1 else (di, k))
             for i, c in enumerate(coeffs):
@@ -341,11 +358,11 @@ def _modp_rows(ms: Sequence[Family], dirs: Sequence[tuple[Fraction, ...]], K: in
     return rows, labels
 
 
-def _ball_rows(ms: Sequence[Family], dirs: Sequence[tuple[Fraction, ...]], K: int, prec: int) -> tuple[list[list[arb]], list[Any]]:
+def _ball_rows(ms: Sequence[Family], dirs: Sequence[tuple[Fraction, ...]], K: int, prec: int, cache: _Cache | None = None) -> tuple[list[list[arb]], list[Any]]:
     labels: list[Any] = []
     rows: list[list[arb]] = [[] for _ in ms]
     for di, w in enumerate(dirs):
-        coeffs = [m.taylor_1d(list(w), K, exact=False, prec=prec) for m in ms]
+        coeffs = [_series(m, w, K, "ball", prec, cache) for m in ms]
         for k in range(2, K + 1):
             col = [c[k] for c in coeffs]
             if not all(v.contains(0) for v in col):  # drop columns that are zero or unresolved
@@ -367,6 +384,7 @@ class _Run:
     trail: list[str] = field(default_factory=list)
     margin: float | None = None
     notes: list[str] = field(default_factory=list)
+    cache: _Cache = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -387,7 +405,7 @@ def _certify_independent(run: _Run, dirs: list[tuple[Fraction, ...]]) -> tuple[s
     """Try to certify full row rank of the (stacked) coefficient matrix. Returns (method, precision, cert)."""
     n = run.n
     # float64 screen (Arb at 53 bits gives the midpoints; no certificate from it here)
-    rows53, labels53 = _ball_rows(run.ms, dirs, run.K, 53)
+    rows53, labels53 = _ball_rows(run.ms, dirs, run.K, 53, run.cache)
     mid = C.arb_midpoints(rows53) if rows53 and rows53[0] else np.zeros((n, 0))
     margin, _ = C.float_screen(mid)
     run.margin = margin if run.margin is None else min(run.margin, margin)
@@ -401,17 +419,17 @@ def _certify_independent(run: _Run, dirs: list[tuple[Fraction, ...]]) -> tuple[s
     if run.method in ("auto", "exact"):
         for p in C.PRIMES:
             try:
-                rows, labels = _modp_rows(run.ms, dirs, run.K, p)
+                rows, labels = _modp_rows(run.ms, dirs, run.K, p, run.cache)
             except ZeroDivisionError:
                 continue  # p divides a denominator of the input: try the other prime
-            exact_rows = _exact_rows_all(run.ms, dirs, run.K) if n <= 12 else None
+            exact_rows = _exact_rows_all(run.ms, dirs, run.K, run.cache) if n <= 12 else None
             cert = C.modp_full_rank(rows, labels, p, exact_rows)
             if cert is not None:
                 return "exact", "exact", cert
         run.trail.append("exact rank mod p: deficient")
         return None  # rank deficient modulo two primes: no precision ladder can certify full rank
     for bits in _ladder(run.max_bits):
-        rows, labels = _ball_rows(run.ms, dirs, run.K, bits)
+        rows, labels = _ball_rows(run.ms, dirs, run.K, bits, run.cache)
         if not rows or not rows[0]:
             continue
         cert = C.ball_full_rank(rows, labels, bits)
@@ -424,7 +442,7 @@ def _certify_independent(run: _Run, dirs: list[tuple[Fraction, ...]]) -> tuple[s
 def _null_candidates(run: _Run, dirs: list[tuple[Fraction, ...]]) -> list[list[Fraction]]:
     """Rational candidates for c: exact null space when affordable, else rationalised float SVD vectors."""
     if run.method in ("auto", "exact") or run.n <= 24:
-        rows, _ = _exact_rows(run.ms, dirs, run.K)
+        rows, _ = _exact_rows(run.ms, dirs, run.K, run.cache)
         if not rows or not rows[0]:
             return [[Fraction(int(i == k)) for i in range(run.n)] for k in range(run.n)]
         basis = C.exact_nullspace(rows)
@@ -440,7 +458,7 @@ def _null_candidates(run: _Run, dirs: list[tuple[Fraction, ...]]) -> list[list[F
                 g = math.gcd(g, v)
             out.append([Fraction(v, g or 1) for v in ints])
         return out
-    rows, _ = _ball_rows(run.ms, dirs, run.K, 53)
+    rows, _ = _ball_rows(run.ms, dirs, run.K, 53, run.cache)
     mid = C.arb_midpoints(rows)
     if mid.size == 0:
         return [[Fraction(int(i == k)) for i in range(run.n)] for k in range(run.n)]
@@ -472,7 +490,7 @@ def _two_precision_null(run: _Run, dirs: list[tuple[Fraction, ...]], bits: int =
         return None
     vecs, res = [], []
     for prec in (bits, 2 * bits):
-        rows, _ = _ball_rows(run.ms, dirs, run.K, prec)
+        rows, _ = _ball_rows(run.ms, dirs, run.K, prec, run.cache)
         if not rows or not rows[0]:
             return None
         with mpmath.workprec(prec):
@@ -533,11 +551,11 @@ def _strong_at(run: _Run, w: tuple[Fraction, ...], t0: float, prove: bool) -> De
     ms = run.ms
     if run.method == "auto":
         if run.margin is None:  # the margin is reported even when an exact condition decides
-            r53, _ = _ball_rows(ms, [w], run.K, 53)
+            r53, _ = _ball_rows(ms, [w], run.K, 53, run.cache)
             if r53 and r53[0]:
                 run.margin = C.float_screen(C.arb_midpoints(r53))[0]
         if all(isinstance(m, Empirical) and m.weights is None for m in ms):
-            g = gap_condition([m.atoms for m in ms], list(w))
+            g = gap_condition(ms, list(w))
             if g.holds:
                 run.trail.append(f"gap condition ({g.side}) holds at w")
                 return _decision(run, "strong", Verdict.INDEPENDENT, "gap-condition", "exact", g, t0, w)
@@ -564,13 +582,25 @@ def _strong_at(run: _Run, w: tuple[Fraction, ...], t0: float, prove: bool) -> De
     return None
 
 
-def _weak_directions(d: int, base: list[tuple[Fraction, ...]], seed: int) -> list[tuple[Fraction, ...]]:
-    need = d * (d + 1) // 2 + 2
-    extra = [tuple(Fraction(int(i == k)) for i in range(d)) for k in range(d)]
-    dirs = list(base) + [e for e in extra if e not in base]
-    if len(dirs) < need:
-        dirs += [v for v in candidate_directions(d, need + len(dirs), seed + 1) if v not in dirs][: need - len(dirs)]
-    return dirs
+#: most directions stacked for the weak property (a unisolvent set for degree-2 forms needs d(d+1)/2)
+MAX_WEAK_DIRECTIONS = 64
+
+
+def _weak_direction_sets(d: int, base: list[tuple[Fraction, ...]], seed: int) -> list[list[tuple[Fraction, ...]]]:
+    """Direction sets to stack for the weak property, cheapest first.
+
+    The searched directions usually suffice: their common null space is the space of
+    true relations for generic data, and an identity then proves each relation on all of
+    R^d. Only if that fails, a larger set (axes plus generic directions, up to
+    ``d(d+1)/2 + 2`` and at most :data:`MAX_WEAK_DIRECTIONS`) is stacked.
+    """
+    need = min(d * (d + 1) // 2 + 2, MAX_WEAK_DIRECTIONS)
+    axes = [tuple(Fraction(int(i == k)) for i in range(d)) for k in range(d)]
+    full = list(base) + [e for e in axes if e not in base]
+    if len(full) < need:
+        full += [v for v in candidate_directions(d, need + len(full), seed + 1) if v not in full][: need - len(full)]
+    full = full[:max(need, len(base))]
+    return [list(base), full] if len(full) > len(base) else [list(base)]
 
 
 def decide(
@@ -649,7 +679,11 @@ def decide(
             if dec is not None:
                 return dec
         # no direction certified: strong dependence needs a proof for every direction
-        weak_proof = _prove(run, _weak_directions(d, dirs, seed), None)
+        weak_proof = None
+        for wd in _weak_direction_sets(d, dirs, seed):
+            weak_proof = _prove(run, wd, None)
+            if weak_proof is not None:
+                break
         if weak_proof is not None:
             run.trail.append("weak dependence proved: strong dependence follows (Prop. 7)")
             return _decision(run, "strong", Verdict.DEPENDENT, "identity", "exact", StrongFromWeak(weak_proof), t0,
@@ -667,15 +701,17 @@ def decide(
             run.trail.append("weak independence from strong independence at w (Prop. 7)")
             return _decision(run, "weak", Verdict.INDEPENDENT, dec.method, dec.precision, ViaStrong(w, dec.certificate),
                              t0, w)
-    wd = _weak_directions(d, dirs, seed)
-    got = _certify_independent(run, wd)
-    if got is not None:
-        method_used, prec, cert = got
-        return _decision(run, "weak", Verdict.INDEPENDENT, method_used, prec, cert, t0, None)
-    proof = _prove(run, wd, None)
-    if proof is not None:
-        run.trail.append("identity on R^d proved")
-        return _decision(run, "weak", Verdict.DEPENDENT, "identity", "exact", proof, t0, None, proof)
+    sets = _weak_direction_sets(d, dirs, seed)
+    for wd in sets:
+        got = _certify_independent(run, wd)
+        if got is not None:
+            method_used, prec, cert = got
+            return _decision(run, "weak", Verdict.INDEPENDENT, method_used, prec, cert, t0, None)
+        proof = _prove(run, wd, None)
+        if proof is not None:
+            run.trail.append(f"identity on R^d proved (null space of {len(wd)} stacked directions)")
+            return _decision(run, "weak", Verdict.DEPENDENT, "identity", "exact", proof, t0, None, proof)
+    wd = sets[-1]
     if method in ("interval", "float"):
         got2 = _two_precision_null(run, wd)
         if got2 is not None:

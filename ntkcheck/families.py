@@ -167,11 +167,23 @@ class Empirical(Family):
     atoms: np.ndarray
     weights: np.ndarray | None = None
     _w: np.ndarray = field(init=False, repr=False)
+    _proj: dict[tuple[Fraction, ...], list[Fraction]] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         x = as_token_set(self.atoms, "atoms")
+        x = x.copy()  # never freeze the caller's array
+        x.setflags(write=False)  # projections are memoised: the atoms must not change under them
         object.__setattr__(self, "atoms", x)
         object.__setattr__(self, "_w", _cgf.normalize_weights(self.weights, x.shape[0]))
+
+    def projected(self, w: Any) -> list[Fraction]:
+        """Exact projections :math:`\\langle w, x_j\rangle` of the atoms (memoised per direction)."""
+        wf = tuple(_direction(w, self.dim))
+        got = self._proj.get(wf)
+        if got is None:
+            got = _cgf._project_exact(self.atoms, wf)
+            self._proj[wf] = got
+        return got
 
     @property
     def dim(self) -> int:
@@ -191,11 +203,10 @@ class Empirical(Family):
 
     def cgf_1d_mp(self, t: Any, w: Any, dps: int = 50) -> mpmath.mpf:
         _check_dps(dps)
-        wf = _direction(w, self.dim)
+        proj = self.projected(w)
         with mpmath.workdps(dps + 10):
             tt = mpmath.mpf(t) if not isinstance(t, Fraction) else mpmath.mpf(t.numerator) / t.denominator
-            z = [mpmath.fsum(mpmath.mpf(float(xk)) * (mpmath.mpf(wk.numerator) / wk.denominator) for xk, wk in zip(row, wf, strict=True)) for row in self.atoms]
-            s = [tt * zj for zj in z]
+            s = [tt * (mpmath.mpf(zj.numerator) / zj.denominator) for zj in proj]
             m = max(s)
             tot = mpmath.fsum(mpmath.mpf(float(wj)) * mpmath.exp(sj - m) for wj, sj in zip(self._w, s, strict=True))
             val = m + mpmath.log(tot)
@@ -222,8 +233,7 @@ class Empirical(Family):
         return sp.log(sp.Add(*terms))
 
     def taylor_1d(self, w: Any, K: int, *, exact: bool = True, prec: int = 128) -> list[Any]:
-        wf = _direction(w, self.dim)
-        z = _cgf._project_exact(self.atoms, wf)
+        z = self.projected(w)
         wts = None if self.weights is None else self.exact_weights()
         if exact:
             return _cgf.series_log_mgf_exact(z, wts, K)

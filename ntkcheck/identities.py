@@ -20,9 +20,9 @@ from fractions import Fraction
 from math import lcm
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
-from .cgf import _project_exact, to_fraction
 from .families import Empirical, Family
 
 __all__ = ["IdentityProof", "product_identity", "symbolic_identity", "prove_dependence"]
@@ -60,17 +60,35 @@ def _integerise(c: Sequence[Fraction]) -> tuple[list[int], int]:
     return [int(v * L) for v in c], L
 
 
-def _exp_poly(m: Empirical, w: Sequence[Fraction] | None) -> dict[tuple[Fraction, ...], Fraction]:
+def _exp_polys(measures: Sequence[Empirical], w: Sequence[Fraction] | None) -> tuple[list[dict[tuple[int, ...], Fraction]], Fraction]:
+    """Each law as an exponential polynomial {exponent: weight}, exponents as integer tuples on a
+    common scale: the exponent ``e`` stands for the frequency ``e * scale`` (exact; integer keys
+    hash far faster than tuples of Fractions in high dimension)."""
     if w is None:
-        atoms = [tuple(to_fraction(float(v)) for v in row) for row in m.atoms]
+        allx = np.concatenate([m.atoms for m in measures])
+        mant, expo = np.frexp(allx)
+        M = (mant * 2.0**53).astype(np.int64)
+        sh = expo.astype(np.int64) - 53
+        E = int(sh[M != 0].min()) if np.any(M != 0) else 0
+        keys_all = [tuple((int(mk) << int(sk - E)) if mk else 0 for mk, sk in zip(mr, sr)) for mr, sr in zip(M.tolist(), sh.tolist())]
+        scale = Fraction(2) ** E
     else:
-        atoms = [(z,) for z in _project_exact(m.atoms, w)]
-    wts = m.exact_weights()
-    out: dict[tuple[Fraction, ...], Fraction] = {}
-    for a, wj in zip(atoms, wts):
-        if wj:
-            out[a] = out.get(a, Fraction(0)) + wj
-    return out
+        projs = [m.projected(w) for m in measures]
+        D = 1
+        for z in (v for p in projs for v in p):
+            D = lcm(D, z.denominator)
+        keys_all = [(int(z * D),) for p in projs for z in p]
+        scale = Fraction(1, D)
+    out, start = [], 0
+    for m in measures:
+        N = m.atoms.shape[0]
+        poly: dict[tuple[int, ...], Fraction] = {}
+        for key, wj in zip(keys_all[start:start + N], m.exact_weights()):
+            if wj:
+                poly[key] = poly.get(key, Fraction(0)) + wj
+        out.append(poly)
+        start += N
+    return out, scale
 
 
 def _mul(p: dict, q: dict) -> dict:
@@ -90,8 +108,11 @@ def product_identity(
     if all(v == 0 for v in k):
         return None
     dim = 1 if direction is not None else measures[0].dim
-    zero = tuple(Fraction(0) for _ in range(dim))
-    polys = [_exp_poly(m, direction) if ki else None for m, ki in zip(measures, k)]
+    zero = tuple(0 for _ in range(dim))
+    involved = [m for m, ki in zip(measures, k) if ki]
+    polys_inv, scale = _exp_polys(involved, direction)
+    it = iter(polys_inv)
+    polys = [next(it) if ki else None for ki in k]
     size_l = size_r = 1
     for p, ki in zip(polys, k):
         if p is None:
@@ -118,13 +139,13 @@ def product_identity(
     shifted = {tuple(x + s for x, s in zip(key, shift)): v for key, v in rhs.items()}
     if shifted != lhs:
         return None
-    alpha = tuple(s / L for s in shift)
+    alpha = tuple(s * scale / L for s in shift)
     if direction is not None:
         where = f"along w = {[str(v) for v in direction]}"
     else:
         where = "on R^d"
     stmt = (
-        f"prod over k_i>0 of P_i^k_i = exp(<{[str(s) for s in shift]}, a>) * prod over k_i<0 of P_i^(-k_i), k = {k} "
+        f"prod over k_i>0 of P_i^k_i = exp(<{[str(s * scale) for s in shift]}, a>) * prod over k_i<0 of P_i^(-k_i), k = {k} "
         f"(exact comparison of {len(lhs)} exponential terms), so sum_i c_i Lambda_i = <alpha, a> {where}, "
         f"c = k / {L}"
     )

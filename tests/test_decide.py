@@ -222,3 +222,14 @@ def test_rounding_level_translate_is_flagged():
         assert any("rounding level" in n for n in dec.notes), dec.notes
     clean = decide(others)
     assert clean.verdict is Verdict.INDEPENDENT and not clean.notes
+
+
+def test_duplicate_sample_in_high_dimension():
+    """A repeated sample in d = 32 is found from the searched directions alone (no d(d+1)/2 stack)."""
+    rng = np.random.default_rng(5)
+    x = list(rng.normal(size=(6, 8, 32)))
+    x.append(x[2].copy())
+    dec = decide(x)
+    assert dec.verdict is Verdict.DEPENDENT
+    assert _proportional(dec.null_vector, [0, 0, 1, 0, 0, 0, -1])
+    assert all(v == 0 for v in dec.affine[0])

@@ -65,3 +65,16 @@ def test_symbolic_identity_hyperbolic_vs_log_sum_exp():
 
     dec = decide([Empirical(np.array([[-1.0], [1.0]])), GaussianMixture2([1], [[0]])])
     assert dec.verdict is Verdict.DEPENDENT and dec.certificate.kind == "symbolic-identity"
+
+
+def test_product_identity_extreme_exponents():
+    """Exponents are compared on a common dyadic scale: zeros, 2^-1000 and 2^1000 coordinates stay exact."""
+    x = np.array([[0.0, 2.0**-1000], [2.0**1000, 0.0], [2.0**999, 3 * 2.0**-1000]])
+    shift = np.array([2.0**999, 2.0**-1000])  # every sum below is a float exactly
+    m1, m2 = Empirical(x), Empirical(x + shift)
+    p = product_identity([m1, m2], [F(1), F(-1)])
+    assert p is not None and p.alpha == (-F(2) ** 999, -F(2) ** -1000)
+    # and a perturbation by one ulp of one coordinate breaks it
+    y = (x + shift).copy()
+    y[2, 1] = np.nextafter(y[2, 1], 0)
+    assert product_identity([m1, Empirical(y)], [F(1), F(-1)]) is None
