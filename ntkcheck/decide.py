@@ -199,9 +199,9 @@ class Decision:
         if self.margin is not None:
             parts.append(f"margin={self.margin:.2e}")
         if self.direction is not None:
-            parts.append(f"direction={[str(v) for v in self.direction]}")
+            parts.append(f"direction={format_vector(self.direction)}")
         if self.null_vector is not None:
-            parts.append(f"null_vector={[str(v) for v in self.null_vector]}")
+            parts.append(f"null_vector={format_vector(self.null_vector)}")
         parts.append(f"certificate={getattr(self.certificate, 'kind', '?')})")
         return ", ".join(parts)
 
@@ -261,6 +261,14 @@ def as_measures(measures: Any) -> list[Family]:
         if dm != dims[0]:
             raise InputError(f"sample {i} has dimension {dm}, the others have {dims[0]}")
     return out
+
+
+def format_vector(v: Sequence[Any], head: int = 8) -> str:
+    """``(v_1, ..., v_k)`` for humans: long vectors show their first entries and their length."""
+    items = [str(x) for x in v]
+    if len(items) <= head:
+        return "(" + ", ".join(items) + ")"
+    return "(" + ", ".join(items[: head - 1]) + f", ..., {items[-1]}) [{len(items)} entries]"
 
 
 def _direction(w: Any, d: int) -> tuple[Fraction, ...]:

@@ -37,6 +37,7 @@ import numpy as np
 
 from ._validate import as_samples
 from .crosscheck import CrosscheckResult, crosscheck
+from .decide import format_vector
 from .errors import InputError
 from .gram import GramResult, Heads, gram, init_heads
 
@@ -142,7 +143,7 @@ class ScreenReport:
         out.append("")
         for name, dec in (("weak", self.weak), ("strong", self.strong)):
             cert = getattr(dec.certificate, "kind", str(dec.certificate))
-            extra = f", direction {[str(v) for v in dec.direction]}" if (name == "strong" and dec.direction) else ""
+            extra = f", direction {format_vector(dec.direction)}" if (name == "strong" and dec.direction) else ""
             out.append(f"{name + ' independence:':<22}{dec.verdict.value:<13} (method {dec.method}, certificate {cert}{extra})")
         g = self.gram
         out.append("")

@@ -7,7 +7,7 @@ import json
 from fractions import Fraction
 from typing import Any
 
-from ..decide import Decision, decide
+from ..decide import Decision, decide, format_vector
 from ..errors import InputError
 from ..examples import seed_examples
 from ..families import Dirac, Family, Gaussian, GaussianMixture2, Laplace, UniformCube
@@ -118,9 +118,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"verdict    {dec.verdict.value}\nmethod     {dec.method}\nprecision  {dec.precision}")
     print(f"margin     {'-' if dec.margin is None else f'{dec.margin:.3e}'}")
     if dec.direction is not None:
-        print(f"direction  ({', '.join(str(v) for v in dec.direction)})")
+        print(f"direction  {format_vector(dec.direction)}")
     if dec.null_vector is not None:
-        print(f"null vector c = ({', '.join(str(v) for v in dec.null_vector)})")
+        print(f"null vector c = {format_vector(dec.null_vector, head=16)}")
     if dec.affine is not None:
         print(f"affine part alpha = ({', '.join(str(v) for v in dec.affine[0])}), beta = {dec.affine[1]}")
     cert = dec.certificate.to_dict()
