@@ -9,7 +9,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["as_token_set", "as_samples", "as_direction"]
+__all__ = ["as_token_set", "as_samples", "as_direction", "check_score_range", "SCORE_LIMIT"]
 
 
 def as_token_set(atoms: Any, name: str = "tokens", dim: int | None = None) -> np.ndarray:
@@ -35,7 +35,7 @@ def as_token_set(atoms: Any, name: str = "tokens", dim: int | None = None) -> np
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise InputError(
-            f"{name}: token {int(bad[0])} has a non-finite entry ({arr[tuple(bad)]!r} at coordinate {int(bad[1])})"
+            f"{name}: token {int(bad[0])} has a non-finite entry ({float(arr[tuple(bad)])} at coordinate {int(bad[1])})"
         )
     return arr
 
@@ -78,3 +78,30 @@ def as_direction(direction: Any, dim: int) -> np.ndarray:
     if not np.any(w != 0):
         raise InputError("direction: has zero length; a direction must be non-zero")
     return w
+
+
+#: largest score bound accepted: leaves room for the sums inside a matmul below float64's 1.8e308
+SCORE_LIMIT = 1e300
+
+
+def check_score_range(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray) -> None:
+    """Refuse heads and tokens whose attention scores ``<Q x + b, y>`` could overflow float64.
+
+    The scores are bounded by ``(max_h ||Q_h||_F R + max_h |b_h|) R`` with ``R`` the largest
+    token norm; past :data:`SCORE_LIMIT` a matmul can produce inf and then NaN, so the
+    input is rejected with the bound instead of a LinAlgError from deep inside numpy.
+    """
+    def max_norm(rows: np.ndarray) -> float:
+        scale = float(np.max(np.abs(rows))) if rows.size else 0.0
+        return 0.0 if scale == 0 else scale * float(np.max(np.linalg.norm(rows / scale, axis=1)))
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        R = max(max_norm(s) for s in samples)
+        q = max_norm(Q.reshape(Q.shape[0], -1))
+        bn = max_norm(b.reshape(b.shape[0], -1))
+        bound = (q * R + bn) * R
+    if not np.isfinite(bound) or bound > SCORE_LIMIT:
+        raise InputError(
+            f"attention scores <Q x + b, y> can reach {bound:.1e} (token norm up to {R:.1e}, |Q| up to {q:.1e}), "
+            "beyond float64; rescale the tokens or the heads"
+        )

@@ -77,7 +77,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ._validate import as_samples, as_token_set
+from ._validate import as_samples, as_token_set, check_score_range
 from .errors import DomainError, InputError
 
 __all__ = [
@@ -344,6 +344,7 @@ def _check_common(samples: Any, params: AttentionParams, layers: int, T: float) 
         raise DomainError(f"layers must be a positive integer, got {layers!r}")
     if not (np.isfinite(T) and T > 0):
         raise DomainError(f"time horizon T must be finite and > 0, got {T!r}")
+    check_score_range(samples, params.Q, params.b)  # at the input layer; tokens move later
     return samples
 
 

@@ -49,7 +49,7 @@ from flint import arb, arb_mat, ctx
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 from tqdm.auto import tqdm
 
-from ._validate import as_samples
+from ._validate import as_samples, check_score_range
 from .errors import InputError, NtkcheckWarning, PrecisionError
 
 __all__ = [
@@ -367,6 +367,7 @@ def attention_features(
     """
     S = as_samples(samples)
     heads = _as_heads(heads, S[0].shape[1])
+    check_score_range(S, heads.Q, heads.b)
     chunk = _as_chunk(chunk)
     M = sum(s.shape[0] for s in S)
     H = heads.count
@@ -392,6 +393,7 @@ def _gram_accumulated(S: list[np.ndarray], heads: Heads, chunk: int, progress: b
     triangle** of the Fortran-ordered result: every consumer (``eigvalsh``,
     :func:`_extremal_eigh`) reads only that triangle.
     """
+    check_score_range(S, heads.Q, heads.b)
     M = sum(s.shape[0] for s in S)
     H, d = heads.count, heads.dim
     c = int(min(H, max(-(-256 // d), _GRAM_BLOCK // (M * d), 1)))

@@ -62,5 +62,6 @@ def load_samples(path: str | Path) -> list[np.ndarray]:
     except InputError:
         raise
     except (ValueError, OSError, EOFError) as exc:
-        raise InputError(f"{p}: not a readable numpy array file ({exc})") from None
+        why = "it holds pickled objects or is not in .npy format; only plain numeric arrays are read" if "pickle" in str(exc) else str(exc)
+        raise InputError(f"{p}: not a readable numpy array file ({why})") from None
     raise InputError(f"{p}: unsupported file type {suffix!r}; expected .npy or .npz")

@@ -319,3 +319,13 @@ def test_cli_flow_bad_input(capsys):
     rc = main(["flow", "--samples", "99"])
     assert rc == 2
     assert "--samples" in capsys.readouterr().err
+
+
+def test_overflowing_scores_are_refused_by_the_flow():
+    """The flow refuses tokens whose attention scores overflow float64 (clear error, no NaN loss)."""
+    from ntkcheck.dynamics import init_params, loss_and_grad
+    from ntkcheck.errors import InputError as _InputError
+
+    x = [np.full((3, 2), 1e300), np.full((2, 2), -1e300)]
+    with pytest.raises(_InputError, match="beyond float64"):
+        loss_and_grad(x, init_params(2, 4), [np.zeros((3, 2)), np.zeros((2, 2))], layers=2)

@@ -290,3 +290,12 @@ def test_scaling_heads_keeps_injective_case_nonsingular(S, s, seed):
         return  # only injective cases are in scope
     sharp = gram(S, heads.scaled(s), certify=True)
     assert sharp.status == "positive", sharp
+
+
+def test_overflowing_scores_are_refused():
+    """Tokens of norm 1e300: the scores <Q x + b, y> cannot be formed in float64; a clear error, not a LinAlgError."""
+    from ntkcheck.errors import InputError as _InputError
+
+    x = [np.full((3, 2), 1e300), np.full((2, 2), -1e300)]
+    with pytest.raises(_InputError, match="beyond float64"):
+        gram(x, init_heads(4, 2))
