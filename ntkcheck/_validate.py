@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from .errors import InputError
 
-__all__ = ["as_token_set", "as_samples", "as_direction", "check_score_range", "SCORE_LIMIT"]
+__all__ = ["as_token_set", "as_samples", "as_direction", "check_score_range", "SCORE_LIMIT", "rational_direction"]
 
 
 def as_token_set(atoms: Any, name: str = "tokens", dim: int | None = None) -> np.ndarray:
@@ -105,3 +106,20 @@ def check_score_range(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray) -
             f"attention scores <Q x + b, y> can reach {bound:.1e} (token norm up to {R:.1e}, |Q| up to {q:.1e}), "
             "beyond float64; rescale the tokens or the heads"
         )
+
+
+def rational_direction(w: Any, dim: int) -> tuple[Fraction, ...]:
+    """A non-zero direction of length ``dim`` as exact rationals (floats at their dyadic value,
+    decimal strings like ``"1.01"`` exactly)."""
+    from .cgf import to_fraction
+
+    try:
+        raw = list(np.asarray(w, dtype=object).reshape(-1)) if not isinstance(w, (list, tuple)) else list(w)
+        wf = tuple(to_fraction(v) for v in raw)
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise InputError(f"direction: expected {dim} numbers, got {w!r} ({exc})") from None
+    if len(wf) != dim:
+        raise InputError(f"direction: has length {len(wf)}, the tokens have dimension {dim}")
+    if all(v == 0 for v in wf):
+        raise InputError("direction: has zero length; a direction must be non-zero")
+    return wf

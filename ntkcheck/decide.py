@@ -38,7 +38,7 @@ from flint import arb
 
 from . import _certify as C
 from ._validate import as_token_set
-from .cgf import to_fraction
+from ._validate import rational_direction as _direction
 from .conditions import gap_condition, vandermonde_condition
 from .errors import DomainError, InputError, PrecisionError
 from .families import Empirical, Family
@@ -269,19 +269,6 @@ def format_vector(v: Sequence[Any], head: int = 8) -> str:
     if len(items) <= head:
         return "(" + ", ".join(items) + ")"
     return "(" + ", ".join(items[: head - 1]) + f", ..., {items[-1]}) [{len(items)} entries]"
-
-
-def _direction(w: Any, d: int) -> tuple[Fraction, ...]:
-    try:
-        raw = list(np.asarray(w, dtype=object).reshape(-1)) if not isinstance(w, (list, tuple)) else list(w)
-        wf = tuple(to_fraction(v) for v in raw)
-    except (TypeError, ValueError, ZeroDivisionError) as exc:
-        raise InputError(f"direction: expected {d} numbers, got {w!r} ({exc})") from None
-    if len(wf) != d:
-        raise InputError(f"direction: has length {len(wf)}, the tokens have dimension {d}")
-    if all(v == 0 for v in wf):
-        raise InputError("direction: has zero length; a direction must be non-zero")
-    return wf
 
 
 def candidate_directions(d: int, count: int, seed: int = 0) -> list[tuple[Fraction, ...]]:

@@ -29,6 +29,7 @@ from flint import arb, arb_series, ctx, fmpq, fmpq_series
 
 from . import cgf as _cgf
 from ._validate import as_token_set
+from ._validate import rational_direction as _direction
 from .errors import DomainError, InputError, PrecisionError
 
 __all__ = [
@@ -140,18 +141,6 @@ class Family(ABC):
     def vandermonde_form(self, w: Any) -> VandermondeForm | None:
         """The Prop. 11 form along ``w``, or None when the family does not have one."""
         return None
-
-
-def _direction(w: Any, d: int) -> list[Fraction]:
-    try:
-        wf = [_cgf.to_fraction(v) for v in (w.reshape(-1) if isinstance(w, np.ndarray) else w)]
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"direction: expected {d} numbers, got {w!r} ({exc})") from None
-    if len(wf) != d:
-        raise InputError(f"direction: has length {len(wf)}, the tokens have dimension {d}")
-    if all(v == 0 for v in wf):
-        raise InputError("direction: has zero length; a direction must be non-zero")
-    return wf
 
 
 @dataclass(frozen=True, eq=False)
