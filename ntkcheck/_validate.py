@@ -10,7 +10,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["as_token_set", "as_samples", "as_direction", "check_score_range", "SCORE_LIMIT", "rational_direction"]
+__all__ = ["as_token_set", "as_samples", "as_direction", "check_score_range", "SCORE_LIMIT", "rational_direction", "as_arguments"]
 
 
 def as_token_set(atoms: Any, name: str = "tokens", dim: int | None = None) -> np.ndarray:
@@ -123,3 +123,19 @@ def rational_direction(w: Any, dim: int) -> tuple[Fraction, ...]:
     if all(v == 0 for v in wf):
         raise InputError("direction: has zero length; a direction must be non-zero")
     return wf
+
+
+def as_arguments(a: Any, dim: int) -> tuple[np.ndarray, bool]:
+    """CGF arguments ``a`` of shape ``(dim,)`` or ``(m, dim)`` as a finite ``(m, dim)`` array,
+    and whether a single point was given."""
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"a: expected a float array of shape ({dim},) or (m, {dim}), got {a!r}") from None
+    single = arr.ndim == 1
+    arr2 = arr.reshape(1, -1) if single else arr
+    if arr2.ndim != 2 or arr2.shape[1] != dim:
+        raise InputError(f"a: expected shape ({dim},) or (m, {dim}), got {arr.shape}")
+    if not np.all(np.isfinite(arr2)):
+        raise InputError("a: has a non-finite entry")
+    return arr2, single

@@ -33,7 +33,7 @@ import numpy as np
 from flint import arb, arb_series, ctx, fmpq, fmpq_series
 from scipy.special import logsumexp
 
-from ._validate import as_direction, as_token_set
+from ._validate import as_arguments, as_direction, as_token_set
 from .errors import DomainError, InputError, PrecisionError
 
 __all__ = [
@@ -109,14 +109,7 @@ def _scores(atoms: np.ndarray, a: np.ndarray) -> np.ndarray:
 
 def _prepare(atoms: Any, a: Any, weights: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     x = as_token_set(atoms, "atoms")
-    d = x.shape[1]
-    arr = np.asarray(a, dtype=np.float64)
-    single = arr.ndim == 1
-    arr2 = arr.reshape(1, -1) if single else arr
-    if arr2.ndim != 2 or arr2.shape[1] != d:
-        raise InputError(f"a: expected shape ({d},) or (m, {d}), got {arr.shape}")
-    if not np.all(np.isfinite(arr2)):
-        raise InputError("a: has a non-finite entry")
+    arr2, single = as_arguments(a, x.shape[1])
     w = normalize_weights(weights, x.shape[0])
     return x, arr2, w, single
 

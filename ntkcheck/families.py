@@ -28,7 +28,7 @@ import sympy as sp
 from flint import arb, arb_series, ctx, fmpq, fmpq_series
 
 from . import cgf as _cgf
-from ._validate import as_token_set
+from ._validate import as_arguments, as_token_set
 from ._validate import rational_direction as _direction
 from .errors import DomainError, InputError, PrecisionError
 
@@ -392,17 +392,7 @@ def _symbols(a: Sequence[sp.Symbol], d: int) -> list[sp.Symbol]:
 
 
 def _args(a: Any, d: int) -> tuple[np.ndarray, bool]:
-    try:
-        arr = np.asarray(a, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(f"a: expected a float array of shape ({d},) or (m, {d}), got {a!r}") from None
-    single = arr.ndim == 1
-    arr2 = arr.reshape(1, -1) if single else arr
-    if arr2.ndim != 2 or arr2.shape[1] != d:
-        raise InputError(f"a: expected shape ({d},) or (m, {d}), got {arr.shape}")
-    if not np.all(np.isfinite(arr2)):
-        raise InputError("a: has a non-finite entry")
-    return arr2, single
+    return as_arguments(a, d)
 
 
 def _finish(out: np.ndarray, single: bool, what: str) -> Any:
