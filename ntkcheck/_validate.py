@@ -19,9 +19,19 @@ def as_token_set(atoms: Any, name: str = "tokens", dim: int | None = None) -> np
     A 1-D array of length ``N`` is read as ``N`` tokens in dimension 1 only when
     ``dim == 1``; otherwise it is ambiguous and rejected.
     """
+    raw = atoms if isinstance(atoms, np.ndarray) else None
+    if raw is None:
+        try:
+            raw = np.asarray(atoms)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{name}: expected a numeric array of shape (N, d), got {type(atoms).__name__} ({exc})") from None
+    if raw.dtype.kind not in "iuf" and not (raw.dtype == object and raw.size and _all_real(raw)):
+        what = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "O": "object"}.get(raw.dtype.kind, str(raw.dtype))
+        raise InputError(f"{name}: expected real numeric tokens, got a {what} array (dtype {raw.dtype}); convert them first")
     try:
-        arr = np.asarray(atoms, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+        with np.errstate(over="ignore"):
+            arr = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InputError(f"{name}: expected a numeric array of shape (N, d), got {type(atoms).__name__} ({exc})") from None
     if arr.ndim == 1 and dim == 1:
         arr = arr[:, None]
@@ -39,6 +49,14 @@ def as_token_set(atoms: Any, name: str = "tokens", dim: int | None = None) -> np
             f"{name}: token {int(bad[0])} has a non-finite entry ({float(arr[tuple(bad)])} at coordinate {int(bad[1])})"
         )
     return arr
+
+
+def _all_real(arr: np.ndarray) -> bool:
+    """An object array (ragged input, Fractions, Python ints) holding only real numbers."""
+    from fractions import Fraction as _F
+    from numbers import Real
+
+    return all(isinstance(v, (Real, _F)) and not isinstance(v, (bool, np.bool_)) for v in arr.reshape(-1))
 
 
 def as_samples(samples: Any) -> list[np.ndarray]:

@@ -309,7 +309,7 @@ def _series(m: Family, w: tuple[Fraction, ...], K: int, kind: str, arg: int, cac
     elif isinstance(m, Empirical):
         from .cgf import series_log_mgf_modp
 
-        out = series_log_mgf_modp(m.projected(w), None if m.weights is None else m.exact_weights(), K, arg)
+        out = series_log_mgf_modp(m.projected(w), m.exact_weights(), K, arg)
     else:
         from .cgf import _modp
 
@@ -549,7 +549,7 @@ def _strong_at(run: _Run, w: tuple[Fraction, ...], t0: float, prove: bool) -> De
             r53, _ = _ball_rows(ms, [w], run.K, 53, run.cache)
             if r53 and r53[0]:
                 run.margin = C.float_screen(C.arb_midpoints(r53))[0]
-        if all(isinstance(m, Empirical) and m.weights is None for m in ms):
+        if all(isinstance(m, Empirical) for m in ms):
             g = gap_condition(ms, list(w))
             if g.holds:
                 run.trail.append(f"gap condition ({g.side}) holds at w")
