@@ -15,13 +15,14 @@ largest score first, so scores of 1e4 and more do not overflow.
 Taylor coefficients: :math:`\Lambda_\mu(t w) = \sum_{k\ge1} \kappa_k(\langle w, Y\rangle) t^k / k!`,
 computed as the power series ``log(sum_j w_j exp(z_j t))`` exactly (FLINT ``fmpq_series``,
 every float being a dyadic rational) or in Arb ball arithmetic (``arb_series``), which
-MATH.md section 6 measured as faster and far more stable than the moment recursion.
+measured faster and far more stable than the moment recursion (theory/cgf-independence.md).
 
-References: seed 003 section 3.2 (the CGFs :math:`\Lambda_i`, :math:`\Lambda_i^w`), MATH.md sections 1-2.
+References: seed 003 section 3.2 (the CGFs :math:`\Lambda_i`, :math:`\Lambda_i^w`), theory/cgf-independence.md.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from fractions import Fraction
 from itertools import product as _iproduct
@@ -459,19 +460,36 @@ def series_log_mgf_modp(z: Sequence[Fraction], weights: Sequence[Fraction] | Non
     tot = sum(wq, Fraction(0))
     zm = [_modp(to_fraction(v), p) for v in z]
     wm = [_modp(v / tot, p) for v in wq]
-    # m_k = sum_j w_j z_j^k / k!
-    inv_fact = [1] * (K + 1)
-    f = 1
-    for k in range(1, K + 1):
-        f = f * k % p
-        inv_fact[k] = pow(f, -1, p)
-    powsum = [0] * (K + 1)
-    cur = list(wm)
-    for k in range(K + 1):
-        powsum[k] = sum(cur) % p
-        cur = [c * zj % p for c, zj in zip(cur, zm)]
-    M = nmod_poly([powsum[k] * inv_fact[k] % p for k in range(K + 1)], p)
+    # power sums s_k = sum_j w_j z_j^k: the coefficients of sum_j w_j / (1 - z_j t) = num / den,
+    # summed by a product tree of nmod_poly fractions (all in C)
+    parts = [(nmod_poly([wj], p), nmod_poly([1, (-zj) % p], p)) for wj, zj in zip(wm, zm) if wj]
+    while len(parts) > 1:
+        nxt = []
+        for a in range(0, len(parts) - 1, 2):
+            (n1, d1), (n2, d2) = parts[a], parts[a + 1]
+            nxt.append((n1 * d2 + n2 * d1, d1 * d2))
+        if len(parts) % 2:
+            nxt.append(parts[-1])
+        parts = nxt
+    num, den = parts[0]
+    S = num.mul_low(den.inverse_series_trunc(K + 1), K + 1)
+    sk = [int(c) for c in S.coeffs()] + [0] * (K + 1)
+    inv_fact = _inverse_factorials(K, p)
+    M = nmod_poly([sk[k] * inv_fact[k] % p for k in range(K + 1)], p)  # m_k = s_k / k!
     Minv = M.inverse_series_trunc(K + 1)
     L = M.derivative().mul_low(Minv, K).integral()
     coeffs = [int(c) for c in L.coeffs()]
     return [coeffs[k] if k < len(coeffs) else 0 for k in range(K + 1)]
+
+
+@functools.lru_cache(maxsize=16)
+def _inverse_factorials(K: int, p: int) -> tuple[int, ...]:
+    """``1/k! mod p`` for ``k = 0..K`` (one modular inversion)."""
+    fact = [1] * (K + 1)
+    for k in range(1, K + 1):
+        fact[k] = fact[k - 1] * k % p
+    inv = [1] * (K + 1)
+    inv[K] = pow(fact[K], -1, p)
+    for k in range(K, 0, -1):
+        inv[k - 1] = inv[k] * k % p
+    return tuple(inv)

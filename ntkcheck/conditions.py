@@ -1,7 +1,7 @@
 r"""The seed's sufficient conditions for strong independence, as exact checks.
 
 * :func:`gap_condition` -- discrete laws (seed 003 Prop. 9/10, Lemma 3; condition (35)
-  was lost in extraction, MATH.md section 4 restores a checkable form): project the atoms
+  was lost in extraction; theory/discrete-gap.md restores a checkable form): project the atoms
   on ``w``; if every sample has at least two distinct projected atoms and the gaps
   :math:`\delta_i` between the two largest (or the two smallest) projected atoms are
   pairwise distinct, then the :math:`\Lambda_i^w` are independent modulo affine
@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ._certify import qstr
 from ._validate import as_samples
 from .cgf import _project_exact, normalize_weights, to_fraction
 from .errors import InputError
@@ -51,7 +52,7 @@ class GapCondition:
         Why it fails, when it fails.
     separation : float or None
         When it holds: the smallest difference between two gaps, relative to the
-        largest projected atom. Near 1e-16 the certificate rests on rounding-level
+        largest projected atom (``0.0`` below the float range). Near 1e-16 the certificate rests on rounding-level
         differences of the data (a translate computed in float64 is not exactly one).
     """
 
@@ -70,8 +71,8 @@ class GapCondition:
             "holds": self.holds,
             "side": self.side,
             "separation": self.separation,
-            "gaps": [None if g is None else str(g) for g in self.gaps],
-            "direction": [str(v) for v in self.direction],
+            "gaps": [None if g is None else qstr(g) for g in self.gaps],
+            "direction": [qstr(v) for v in self.direction],
             "reason": self.reason,
         }
 
@@ -132,7 +133,7 @@ def gap_condition(samples: Any, direction: Sequence[Any], weights: Sequence[Any]
             srt = sorted(gi for gi in g if gi is not None)
             scale = max(abs(z) for zs in proj for z in zs) or Fraction(1)
             sep = min((b - a for a, b in zip(srt, srt[1:])), default=srt[0] if srt else Fraction(0))
-            return GapCondition(True, side, tuple(g), wt, separation=float(sep / scale))
+            return GapCondition(True, side, tuple(g), wt, separation=_small_float(abs(sep / scale)))
         dup = [gi for gi in g if g.count(gi) > 1][0]
         reasons.append(f"{side} gaps not distinct (gap {dup} repeats)")
     return GapCondition(False, "", tuple(_gaps(proj, True)), wt, "; ".join(reasons))
@@ -140,13 +141,19 @@ def gap_condition(samples: Any, direction: Sequence[Any], weights: Sequence[Any]
 
 @dataclass(frozen=True)
 class VandermondeCondition:
-    """Outcome of the Prop. 11/12 check: ``holds`` when the lambdas are distinct and non-zero."""
+    """Outcome of the Prop. 11/12 check: ``holds`` when the lambdas are distinct and non-zero.
+
+    ``separation`` (when it holds): the smallest difference between two lambdas relative
+    to the largest (``0.0`` below the float range); near 1e-16 the certificate rests on
+    differences at the rounding level of float data.
+    """
 
     holds: bool
     tag: str
     lambdas: tuple[Fraction, ...]
     m0: int
     reason: str = ""
+    separation: float | None = None
     kind: str = "vandermonde"
 
     def to_dict(self) -> dict[str, Any]:
@@ -155,9 +162,10 @@ class VandermondeCondition:
             "statement": f"Prop. 11: Vandermonde in pairwise distinct non-zero lambdas (powers >= {2 * self.m0})" if self.holds else self.reason,
             "holds": self.holds,
             "tag": self.tag,
-            "lambdas": [str(v) for v in self.lambdas],
+            "lambdas": [qstr(v) for v in self.lambdas],
             "m0": self.m0,
             "reason": self.reason,
+            "separation": self.separation,
         }
 
 
@@ -184,4 +192,14 @@ def vandermonde_condition(measures: Sequence[Any], direction: Sequence[Any]) -> 
         return VandermondeCondition(False, tag, lams, m0, "a lambda is zero")
     if len(set(lams)) < len(lams):
         return VandermondeCondition(False, tag, lams, m0, "the lambdas are not pairwise distinct")
-    return VandermondeCondition(True, tag, lams, m0)
+    srt = sorted(lams)
+    scale = max(abs(v) for v in lams)
+    sep = min((b - a for a, b in zip(srt, srt[1:])), default=scale) / scale
+    return VandermondeCondition(True, tag, lams, m0, separation=_small_float(sep))
+
+
+def _small_float(q: Fraction) -> float:
+    """A non-negative rational <= 1 as a float (0.0 when below the float range)."""
+    if q.numerator == 0 or q.denominator.bit_length() - q.numerator.bit_length() > 1070:
+        return 0.0
+    return float(q)

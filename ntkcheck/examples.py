@@ -1,4 +1,4 @@
-"""The seed's examples (seed 003 section 3.3, MATH.md section 4) as ready-made inputs.
+"""The seed's examples (seed 003 section 3.3, theory/seed-examples.md) as ready-made inputs.
 
 Each :class:`SeedExample` holds the measures, the property the seed states, the verdict
 it predicts and, for the negative examples, the null vector the seed gives (up to scale).

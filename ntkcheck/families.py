@@ -9,7 +9,7 @@ Parameters given as ``Fraction``, ``int`` or decimal ``str`` are exact; a ``floa
 read as the dyadic rational it is (``0.1`` is not 1/10). The CLI parses decimals
 exactly, so ``--radii 1.01`` means 101/100.
 
-References: seed 003 Ex. 3-6, Prop. 11-12, Remark 5; MATH.md section 4.
+References: seed 003 Ex. 3-6, Prop. 11-12, Remark 5; theory/seed-examples.md.
 """
 
 from __future__ import annotations
@@ -123,6 +123,15 @@ class Family(ABC):
         ``exact=False``: Arb balls at ``prec`` bits, rigorous enclosures.
         """
 
+    def taylor_1d_modp(self, w: Any, K: int, p: int) -> list[int]:
+        """The exact coefficients ``c_0..c_K`` of :math:`\\Lambda^w` reduced modulo the prime ``p``.
+
+        Raises ZeroDivisionError when ``p`` divides a denominator (take another prime).
+        The default reduces :meth:`taylor_1d`; closed forms override it with running
+        products mod ``p`` (no long rationals).
+        """
+        return _reduce_modp(self.taylor_1d(w, K, exact=True), p)
+
     def cumulants_1d(self, w: Any, K: int) -> list[Fraction]:
         """Exact cumulants :math:`\\kappa_1..\\kappa_K` of :math:`\\langle w, Y\\rangle`."""
         c = self.taylor_1d(w, K, exact=True)
@@ -225,19 +234,24 @@ class Empirical(Family):
         keep = [j for j, mj in enumerate(masses) if mj != 0]
         x = x[keep] + 0.0  # + 0.0 maps -0.0 to 0.0: the two are one point
         masses = [masses[j] for j in keep]
-        _, first, inverse = np.unique(x, axis=0, return_index=True, return_inverse=True)
+        # each row as one opaque byte string: equal bytes <=> equal floats once -0.0 is gone
+        rows = np.ascontiguousarray(x).view(np.dtype((np.void, x.dtype.itemsize * x.shape[1])))
+        _, first, inverse = np.unique(rows.reshape(-1), return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
         order = np.argsort(first)  # distinct atoms in order of first appearance
         rank = np.empty_like(order)
         rank[order] = np.arange(order.shape[0])
         slot = rank[inverse]
         m = order.shape[0]
-        merged = [Fraction(0)] * m
-        for j, s in enumerate(slot):
-            merged[int(s)] += masses[j]
+        counts = np.bincount(slot, minlength=m)
+        if self.weights is None:  # uniform tokens: an atom's mass is its count over N
+            merged = [Fraction(int(c), n_tok) for c in counts]
+        else:
+            merged = [Fraction(0)] * m
+            for j, s in enumerate(slot):
+                merged[int(s)] += masses[j]
         atoms = np.ascontiguousarray(x[first[order]])
         atoms.setflags(write=False)  # projections are memoised: the atoms must not change under them
-        counts = np.bincount(slot, minlength=m)
         counts.setflags(write=False)
         object.__setattr__(self, "atoms", atoms)
         object.__setattr__(self, "weights", tuple(merged))
@@ -359,10 +373,11 @@ def as_laws(samples: Any, weights: Sequence[Any] | None = None) -> list[Empirica
             continue
         wi = None if weights is None else weights[i]
         try:
-            out.append(Empirical(as_token_set(s, name=f"sample {i}"), wi))
-        except InputError as exc:
+            out.append(Empirical(s, wi))
+        except InputError as exc:  # name the sample: the law's own messages say "atoms" / "weights"
             msg = str(exc)
-            raise InputError(msg if msg.startswith("sample") else f"sample {i}: {msg}") from None
+            msg = f"sample {i}" + msg[len("atoms"):] if msg.startswith("atoms") else f"sample {i}: {msg}"
+            raise InputError(msg) from None
     d0 = out[0].dim
     for i, law in enumerate(out):
         if law.dim != d0:
@@ -603,6 +618,13 @@ def _even_log_series_exact(kind: str, M: int) -> tuple[fmpq, ...]:
     return tuple(fmpq(c[2 * m]) if 2 * m < len(c) else fmpq(0) for m in range(M + 1))
 
 
+@functools.lru_cache(maxsize=32)
+def _even_log_series_arb_cached(kind: str, M: int, prec: int) -> tuple[arb, ...]:
+    """:func:`_even_log_series_arb` at ``prec`` bits, memoised (every radius shares it)."""
+    with _arb_context(prec, 2 * M + 1):
+        return tuple(_even_log_series_arb(kind, M))
+
+
 def _even_log_series_arb(kind: str, M: int) -> list[arb]:
     """Ball version of :func:`_even_log_series_exact`; call inside :func:`_arb_context`."""
     fac = _factorials(2 * M + 2)
@@ -660,6 +682,39 @@ def _mp_log_sinhc(x: mpmath.mpf) -> mpmath.mpf:
 
 def _mp_log_cosh(x: mpmath.mpf) -> mpmath.mpf:
     return mpmath.log1p(2 * mpmath.sinh(x / 2) ** 2)
+
+
+def _reduce_modp(cs: Sequence[Any], p: int) -> list[int]:
+    """Rationals (``fmpq`` or ``Fraction``) mod ``p`` with one modular inversion (Montgomery's trick)."""
+    nums, dens = [], []
+    for c in cs:
+        if isinstance(c, Fraction):
+            a, b = c.numerator, c.denominator
+        else:
+            a, b = int(c.p), int(c.q)
+        nums.append(a % p)
+        dens.append(b % p)
+    if any(d == 0 for d in dens):
+        raise ZeroDivisionError(f"denominator divisible by the prime {p}")
+    prefix, acc = [], 1
+    for d in dens:
+        prefix.append(acc)
+        acc = acc * d % p
+    inv = pow(acc, -1, p)
+    out = [0] * len(cs)
+    for i in range(len(cs) - 1, -1, -1):
+        out[i] = nums[i] * prefix[i] % p * inv % p
+        inv = inv * dens[i] % p
+    return out
+
+
+def _qp(f: Fraction, p: int) -> int:
+    return _cgf._modp(f, p)
+
+
+@functools.lru_cache(maxsize=16)
+def _even_log_series_modp(kind: str, M: int, p: int) -> tuple[int, ...]:
+    return tuple(_reduce_modp(_even_log_series_exact(kind, M), p))
 
 
 def _wstr(w: Sequence[Fraction]) -> str:
@@ -726,6 +781,10 @@ class Dirac(Family):
             return [fmpq(0), _fq(z)] + [fmpq(0)] * (K - 1)
         with _arb_context(prec, K):
             return [arb(0), _arbq(z)] + [arb(0)] * (K - 1)
+
+    def taylor_1d_modp(self, w: Any, K: int, p: int) -> list[int]:
+        _check_K(K)
+        return [0, _qp(_dot(_direction(w, self.dim), self.point), p)] + [0] * (K - 1)
 
     def sample(self, N: int, rng: np.random.Generator) -> np.ndarray:
         _check_N(N)
@@ -811,17 +870,41 @@ class UniformCube(Family):
         wf = _direction(w, self.dim)
         M = K // 2
         if exact:
+            # r^{2m} sum_k w_k^{2m} by running products in FLINT rationals (one product per
+            # order: the powers of a long rational are the cost, not the series)
             g = _even_log_series_exact("sinhc", M)
             out = [fmpq(0)] * (K + 1)
+            r2, w2 = _fq(self.radius) ** 2, [_fq(wk) ** 2 for wk in wf]
+            pr, pw = fmpq(1), [fmpq(1)] * len(w2)
             for m in range(1, M + 1):
-                out[2 * m] = g[m] * _fq(self._scale(wf, m))
+                pr *= r2
+                pw = [a * b for a, b in zip(pw, w2, strict=True)]
+                out[2 * m] = g[m] * pr * sum(pw, fmpq(0))
             return out
         with _arb_context(prec, 2 * M + 1):
-            ga = _even_log_series_arb("sinhc", M)
+            ga = _even_log_series_arb_cached("sinhc", M, int(prec))
             outa = [arb(0)] * (K + 1)
+            r2a, w2a = _arbq(self.radius) ** 2, [_arbq(wk) ** 2 for wk in wf]
+            pra, pwa = arb(1), [arb(1)] * len(w2a)
             for m in range(1, M + 1):
-                outa[2 * m] = ga[m] * _arbq(self._scale(wf, m))
+                pra *= r2a
+                pwa = [a * b for a, b in zip(pwa, w2a, strict=True)]
+                outa[2 * m] = ga[m] * pra * sum(pwa, arb(0))
             return outa
+
+    def taylor_1d_modp(self, w: Any, K: int, p: int) -> list[int]:
+        _check_K(K)
+        wf = _direction(w, self.dim)
+        M = K // 2
+        g = _even_log_series_modp("sinhc", M, p)
+        r2, w2 = _qp(self.radius**2, p), [_qp(wk * wk, p) for wk in wf]
+        out = [0] * (K + 1)
+        pr, pw = 1, [1] * len(w2)
+        for m in range(1, M + 1):
+            pr = pr * r2 % p
+            pw = [a * b % p for a, b in zip(pw, w2, strict=True)]
+            out[2 * m] = g[m] * pr % p * (sum(pw) % p) % p
+        return out
 
     def sample(self, N: int, rng: np.random.Generator) -> np.ndarray:
         _check_N(N)
@@ -935,14 +1018,28 @@ class Laplace(_CovMixin, Family):
         s = self._s(_direction(w, self.dim))
         if exact:
             out = [fmpq(0)] * (K + 1)
+            half, pw = _fq(s) / 2, fmpq(1)
             for m in range(1, K // 2 + 1):
-                out[2 * m] = _fq(self._coef(s, m))
+                pw *= half  # (s/2)^m / m, by running products
+                out[2 * m] = pw / m
             return out
         with _arb_context(prec, K):
             outa = [arb(0)] * (K + 1)
+            halfa, pwa = _arbq(s) / 2, arb(1)
             for m in range(1, K // 2 + 1):
-                outa[2 * m] = _arbq(self._coef(s, m))
+                pwa *= halfa
+                outa[2 * m] = pwa / m
             return outa
+
+    def taylor_1d_modp(self, w: Any, K: int, p: int) -> list[int]:
+        _check_K(K)
+        half = _qp(self._s(_direction(w, self.dim)) / 2, p)
+        out = [0] * (K + 1)
+        pw = 1
+        for m in range(1, K // 2 + 1):
+            pw = pw * half % p
+            out[2 * m] = pw * pow(m, -1, p) % p
+        return out
 
     def mgf_radius(self, w: Any) -> float:
         s = self._s(_direction(w, self.dim))
@@ -1026,6 +1123,12 @@ class Gaussian(_CovMixin, Family):
         with _arb_context(prec, K):
             return [_arbq(v) for v in c]
 
+    def taylor_1d_modp(self, w: Any, K: int, p: int) -> list[int]:
+        _check_K(K)
+        wf = _direction(w, self.dim)
+        c = [0, _qp(_dot(wf, self.mean), p), _qp(self._s(wf) / 2, p)] + [0] * max(0, K - 2)
+        return c[: K + 1]
+
     def sample(self, N: int, rng: np.random.Generator) -> np.ndarray:
         _check_N(N)
         return self._m[None, :] + self._normal(N, rng)
@@ -1104,19 +1207,38 @@ class GaussianMixture2(_CovMixin, Family):
         if exact:
             h = _even_log_series_exact("cosh", M)
             out = [fmpq(0)] * (K + 1)
+            mu2, pw = _fq(mu) ** 2, fmpq(1)
             for k in range(1, M + 1):
-                out[2 * k] = h[k] * _fq(mu ** (2 * k))
+                pw *= mu2
+                out[2 * k] = h[k] * pw
             if K >= 2:
                 out[2] += _fq(s / 2)
             return out
         with _arb_context(prec, 2 * M + 1):
-            ha = _even_log_series_arb("cosh", M)
+            ha = _even_log_series_arb_cached("cosh", M, int(prec))
             outa = [arb(0)] * (K + 1)
+            mu2a, pwa = _arbq(mu) ** 2, arb(1)
             for k in range(1, M + 1):
-                outa[2 * k] = ha[k] * _arbq(mu ** (2 * k))
+                pwa *= mu2a
+                outa[2 * k] = ha[k] * pwa
             if K >= 2:
                 outa[2] += _arbq(s / 2)
             return outa
+
+    def taylor_1d_modp(self, w: Any, K: int, p: int) -> list[int]:
+        _check_K(K)
+        wf = _direction(w, self.dim)
+        mu, s2 = _dot(wf, self.m), self._s(wf)
+        M = K // 2
+        h = _even_log_series_modp("cosh", M, p)
+        mu2, pw = _qp(mu * mu, p), 1
+        out = [0] * (K + 1)
+        for k in range(1, M + 1):
+            pw = pw * mu2 % p
+            out[2 * k] = h[k] * pw % p
+        if K >= 2:
+            out[2] = (out[2] + _qp(s2 / 2, p)) % p
+        return out
 
     def sample(self, N: int, rng: np.random.Generator) -> np.ndarray:
         _check_N(N)
@@ -1126,6 +1248,13 @@ class GaussianMixture2(_CovMixin, Family):
     def vandermonde_form(self, w: Any) -> VandermondeForm:
         mu = _dot(_direction(w, self.dim), self.m)
         return VandermondeForm(tag="mixture", lam=mu * mu, m0=2)
+
+
+def _base_modp(base: Family, wf: Sequence[Fraction], K: int, p: int) -> list[int]:
+    """``base``'s coefficients mod ``p``; empirical laws straight from their atoms (no long rationals)."""
+    if isinstance(base, Empirical):
+        return list(_cgf.series_log_mgf_modp(base.projected(wf), base.exact_weights(), K, p))
+    return list(base.taylor_1d_modp(wf, K, p))
 
 
 def _check_base(base: Any, what: str) -> Family:
@@ -1216,6 +1345,14 @@ class GaussianConvolution(_CovMixin, Family):
         c = self.base.taylor_1d(wf, K, exact=exact, prec=prec)
         return _shift_coefficient(c, 2, self._s(wf) / 2, exact, prec)
 
+    def taylor_1d_modp(self, w: Any, K: int, p: int) -> list[int]:
+        _check_K(K)
+        wf = _direction(w, self.dim)
+        c = _base_modp(self.base, wf, K, p)
+        if K >= 2:
+            c[2] = (c[2] + _qp(self._s(wf) / 2, p)) % p
+        return c
+
     def mgf_radius(self, w: Any) -> float:
         return self.base.mgf_radius(w)
 
@@ -1295,6 +1432,13 @@ class Translation(Family):
         wf = _direction(w, self.dim)
         c = self.base.taylor_1d(wf, K, exact=exact, prec=prec)
         return _shift_coefficient(c, 1, _dot(wf, self.shift), exact, prec)
+
+    def taylor_1d_modp(self, w: Any, K: int, p: int) -> list[int]:
+        _check_K(K)
+        wf = _direction(w, self.dim)
+        c = _base_modp(self.base, wf, K, p)
+        c[1] = (c[1] + _qp(_dot(wf, self.shift), p)) % p
+        return c
 
     def mgf_radius(self, w: Any) -> float:
         return self.base.mgf_radius(w)
@@ -1381,6 +1525,12 @@ class EmpiricalConvolution(Family):
             return [x + y for x, y in zip(c1, c2, strict=True)]
         with _arb_context(prec, K):
             return [x + y for x, y in zip(c1, c2, strict=True)]
+
+    def taylor_1d_modp(self, w: Any, K: int, p: int) -> list[int]:
+        _check_K(K)
+        wf = _direction(w, self.dim)
+        a, b = _base_modp(self.first, wf, K, p), _base_modp(self.second, wf, K, p)
+        return [(x + y) % p for x, y in zip(a, b, strict=True)]
 
     def sample(self, N: int, rng: np.random.Generator) -> np.ndarray:
         _check_N(N)

@@ -1,54 +1,120 @@
 r"""Exact proofs of dependence: :math:`\sum_i c_i \Lambda_i` is affine.
 
-Two routes, both exact:
+Three routes, tried in this order, all exact:
 
-* **Product identity** (empirical laws, rational ``c``; MATH.md section 2). With
-  ``c = k / L`` for integers ``k``,
-  :math:`\prod_{k_i>0} P_i^{k_i} = e^{\langle L\alpha, a\rangle + L\beta} \prod_{k_i<0} P_i^{-k_i}`,
-  :math:`P_i(a) = \sum_j w_{ij} e^{\langle a, x_{ij}\rangle}`. Both sides are exponential
-  polynomials: compared as maps {exponent vector: coefficient} in rational arithmetic.
-  For probability measures :math:`\Lambda_i(0) = 0`, so :math:`\beta = 0`.
-* **Symbolic identity** (any family with a sympy CGF): the Hessian (or, along a
-  direction, the second derivative) of :math:`\sum_i c_i \Lambda_i` simplifies to zero.
+* **Product identity** (empirical laws, convolutions of empirical laws, Diracs, Gaussians,
+  two-point mixtures, and their translates and Gaussian convolutions: every law whose MGF
+  is an exponential polynomial times a Gaussian factor,
+  :math:`e^{\Lambda(a)} = P(a)\, e^{a^T Q a / 2}`, :math:`P(a) = \sum_v p_v e^{\langle v, a\rangle}`).
+  With ``c = k / L`` for integers ``k``,
+  :math:`\sum_i c_i \Lambda_i = \langle\alpha, a\rangle + \beta` holds iff
+  :math:`\sum_i k_i Q_i = 0` and
+  :math:`\prod_{k_i>0} P_i^{k_i} = e^{\langle L\alpha, a\rangle} \prod_{k_i<0} P_i^{-k_i}`.
+  Both sides are exponential polynomials, compared as finite tables
+  {frequency: coefficient} in integer and rational arithmetic (exponentials with distinct
+  frequencies are linearly independent; a non-zero quadratic form cannot be matched by
+  exponential polynomials, which grow at most exponentially). For probability measures
+  :math:`\Lambda_i(0) = 0`, so :math:`\beta = 0`. This route is complete for these laws:
+  when the tables differ, the combination is not affine, and no other route is tried.
+* **Term identity** (closed forms): every CGF written as a sum of named functions
+  (``log(sinh(<v, a>)/<v, a>)`` of a uniform cube, ``-log(1 - a^T S a / 2)`` of a Laplace
+  law, the log of an exponential polynomial with a fixed atom at 0) plus a linear and a
+  quadratic part; if the coefficients of every named function and of the quadratic part
+  cancel, the combination is affine. A formal cancellation, hence a proof.
+* **Symbolic identity** (sympy, last resort): the Hessian (or the second derivative
+  along a direction) of :math:`\sum_i c_i \Lambda_i` simplifies to zero. Only for small
+  expressions, and bounded in time (an alarm in the main thread; elsewhere only
+  expansion, no ``simplify``).
+
+References: seed 003 Ex. 6 and Remark 5 (the dependent examples), theory/cgf-independence.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
-from math import lcm
+from math import comb, lcm
 from typing import Any
 
-import numpy as np
 import sympy as sp
 
-from .families import Empirical, Family
+from ._budget import UNLIMITED, Budget
+from ._certify import qstr
+from .families import (
+    Dirac,
+    Empirical,
+    EmpiricalConvolution,
+    Family,
+    Gaussian,
+    GaussianConvolution,
+    GaussianMixture2,
+    Laplace,
+    Translation,
+    UniformCube,
+)
 
-__all__ = ["IdentityProof", "product_identity", "symbolic_identity", "prove_dependence"]
+__all__ = [
+    "IdentityProof",
+    "ExpGaussForm",
+    "exp_gauss_form",
+    "product_identity",
+    "product_identity_decides",
+    "term_identity",
+    "symbolic_identity",
+    "numerically_affine",
+    "prove_dependence",
+]
 
 #: largest exponential polynomial the product identity expands before giving up
 MAX_TERMS = 200_000
 
+#: seconds sympy may spend on one candidate (and never more than the decision's budget)
+SYMPY_SECONDS = 10.0
+
+#: sympy is not asked about laws with more atoms than this (log-sum-exps of many terms
+#: are what makes ``simplify`` run for minutes)
+SYMPY_MAX_ATOMS = 4
+
 
 @dataclass(frozen=True)
 class IdentityProof:
-    """An exact proof that :math:`\\sum_i c_i \\Lambda_i(a) = \\langle\\alpha, a\\rangle + \\beta`."""
+    """An exact proof that :math:`\\sum_i c_i \\Lambda_i(a) = \\langle\\alpha, a\\rangle + \\beta`.
 
-    kind: str  # "product-identity" or "symbolic-identity"
+    Attributes
+    ----------
+    kind : str
+        ``"product-identity"``, ``"term-identity"`` or ``"symbolic-identity"``.
+    null_vector : tuple of Fraction
+        ``c``.
+    alpha : tuple of Fraction
+        On :math:`\\mathbb R^d` (``direction is None``): ``d`` entries,
+        :math:`\\alpha = \\sum_i c_i\\, \\mathrm{mean}(\\mu_i)`; along ``w``: one entry,
+        :math:`\\langle w, \\alpha\\rangle`.
+    beta : Fraction
+        Always 0 for probability measures.
+    direction : tuple of Fraction or None
+        ``None``: an identity on all of :math:`\\mathbb R^d`; else along ``t -> t w``.
+    statement : str
+    """
+
+    kind: str
     null_vector: tuple[Fraction, ...]
     alpha: tuple[Fraction, ...]
     beta: Fraction
-    direction: tuple[Fraction, ...] | None  # None: on all of R^d (weak); else along this w
+    direction: tuple[Fraction, ...] | None
     statement: str
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
-            "null_vector": [str(v) for v in self.null_vector],
-            "alpha": [str(v) for v in self.alpha],
-            "beta": str(self.beta),
-            "direction": None if self.direction is None else [str(v) for v in self.direction],
+            "null_vector": [qstr(v) for v in self.null_vector],
+            "alpha": [qstr(v) for v in self.alpha],
+            "beta": qstr(self.beta),
+            "direction": None if self.direction is None else [qstr(v) for v in self.direction],
             "statement": self.statement,
         }
 
@@ -56,73 +122,194 @@ class IdentityProof:
 def _integerise(c: Sequence[Fraction]) -> tuple[list[int], int]:
     L = 1
     for v in c:
-        L = lcm(L, v.denominator)
-    return [int(v * L) for v in c], L
+        L = lcm(L, Fraction(v).denominator)
+    return [int(Fraction(v) * L) for v in c], L
 
 
-def _exp_polys(measures: Sequence[Empirical], w: Sequence[Fraction] | None) -> tuple[list[dict[tuple[int, ...], Fraction]], Fraction]:
-    """Each law as an exponential polynomial {exponent: weight}, exponents as integer tuples on a
-    common scale: the exponent ``e`` stands for the frequency ``e * scale`` (exact; integer keys
-    hash far faster than tuples of Fractions in high dimension)."""
-    if w is None:
-        allx = np.concatenate([m.atoms for m in measures])
-        mant, expo = np.frexp(allx)
-        M = (mant * 2.0**53).astype(np.int64)
-        sh = expo.astype(np.int64) - 53
-        E = int(sh[M != 0].min()) if np.any(M != 0) else 0
-        keys_all = [tuple((int(mk) << int(sk - E)) if mk else 0 for mk, sk in zip(mr, sr)) for mr, sr in zip(M.tolist(), sh.tolist())]
-        scale = Fraction(2) ** E
-    else:
-        projs = [m.projected(w) for m in measures]
-        D = 1
-        for z in (v for p in projs for v in p):
-            D = lcm(D, z.denominator)
-        keys_all = [(int(z * D),) for p in projs for z in p]
-        scale = Fraction(1, D)
-    out, start = [], 0
-    for m in measures:
-        N = m.atoms.shape[0]
-        poly: dict[tuple[int, ...], Fraction] = {}
-        for key, wj in zip(keys_all[start:start + N], m.exact_weights()):
-            if wj:
-                poly[key] = poly.get(key, Fraction(0)) + wj
-        out.append(poly)
-        start += N
-    return out, scale
+def _where(direction: Sequence[Fraction] | None) -> str:
+    return "on R^d" if direction is None else f"along w = {[qstr(v) for v in direction]}"
 
 
-def _mul(p: dict, q: dict) -> dict:
+# ------------------------------------------------------------ exponential-polynomial forms
+
+Vec = tuple[Fraction, ...]
+Mat = tuple[tuple[Fraction, ...], ...]
+
+
+@dataclass(frozen=True)
+class ExpGaussForm:
+    r"""A law with :math:`e^{\Lambda(a)} = \big(\sum_v p_v e^{\langle v, a\rangle}\big)\, e^{a^T Q a/2}`.
+
+    Attributes
+    ----------
+    atoms : dict {frequency v (tuple of Fraction): p_v (Fraction)}
+        The exponential polynomial (for an empirical law: atoms and masses).
+    quad : tuple of tuples of Fraction
+        ``Q`` (``d x d``, or ``1 x 1`` along a direction).
+    """
+
+    atoms: dict[Vec, Fraction]
+    quad: Mat
+
+
+def _fr(x: Any) -> Fraction:
+    return x if isinstance(x, Fraction) else Fraction(float(x))
+
+
+def _zero(d: int) -> Mat:
+    return tuple(tuple(Fraction(0) for _ in range(d)) for _ in range(d))
+
+
+def _add_mat(a: Mat, b: Mat) -> Mat:
+    return tuple(tuple(x + y for x, y in zip(r, s)) for r, s in zip(a, b))
+
+
+def _project_form(f: ExpGaussForm, w: Sequence[Fraction]) -> ExpGaussForm:
+    out: dict[Vec, Fraction] = {}
+    for v, p in f.atoms.items():
+        z = (sum((wk * vk for wk, vk in zip(w, v)), Fraction(0)),)
+        out[z] = out.get(z, Fraction(0)) + p
+    s = sum((w[i] * f.quad[i][j] * w[j] for i in range(len(w)) for j in range(len(w))), Fraction(0))
+    return ExpGaussForm({k: v for k, v in out.items() if v != 0}, ((s,),))
+
+
+def _empirical_form(m: Empirical, w: Sequence[Fraction] | None) -> ExpGaussForm:
+    if w is not None:
+        out: dict[Vec, Fraction] = {}
+        for z, p in zip(m.projected(w), m.weights):
+            out[(z,)] = out.get((z,), Fraction(0)) + p
+        return ExpGaussForm(out, ((Fraction(0),),))
+    atoms = {tuple(Fraction(float(x)) for x in row): p for row, p in zip(m.atoms.tolist(), m.weights)}
+    return ExpGaussForm(atoms, _zero(m.dim))
+
+
+def exp_gauss_form(m: Family, direction: Sequence[Fraction] | None = None) -> ExpGaussForm | None:
+    """The :class:`ExpGaussForm` of ``m`` (along ``direction`` when given), or None if it has none.
+
+    Exact for :class:`Empirical`, :class:`EmpiricalConvolution` (the convolution of the
+    two tables, no float sums), :class:`Dirac`, :class:`Gaussian`,
+    :class:`GaussianMixture2`, :class:`Laplace` with zero covariance (a Dirac at 0), and
+    :class:`Translation` / :class:`GaussianConvolution` of any of these.
+    """
+    w = None if direction is None else [Fraction(v) for v in direction]
+    if isinstance(m, Empirical):
+        return _empirical_form(m, w)
+    if isinstance(m, EmpiricalConvolution):
+        a, b = exp_gauss_form(m.first, w), exp_gauss_form(m.second, w)
+        assert a is not None and b is not None
+        return ExpGaussForm(_mul(a.atoms, b.atoms), a.quad)
+    full: ExpGaussForm | None = None
+    d = m.dim
+    if isinstance(m, Dirac):
+        full = ExpGaussForm({tuple(m.point): Fraction(1)}, _zero(d))
+    elif isinstance(m, Gaussian):
+        full = ExpGaussForm({tuple(m.mean): Fraction(1)}, tuple(tuple(r) for r in m.cov))
+    elif isinstance(m, GaussianMixture2):
+        plus, minus = tuple(m.m), tuple(-v for v in m.m)
+        atoms = {plus: Fraction(1, 2)}
+        atoms[minus] = atoms.get(minus, Fraction(0)) + Fraction(1, 2)
+        full = ExpGaussForm(atoms, tuple(tuple(r) for r in m.cov))
+    elif isinstance(m, Laplace) and all(x == 0 for r in m.cov for x in r):
+        full = ExpGaussForm({tuple(Fraction(0) for _ in range(d)): Fraction(1)}, _zero(d))
+    elif isinstance(m, Translation):
+        base = exp_gauss_form(m.base, None)
+        if base is not None:
+            full = ExpGaussForm({tuple(x + s for x, s in zip(v, m.shift)): p for v, p in base.atoms.items()}, base.quad)
+    elif isinstance(m, GaussianConvolution):
+        base = exp_gauss_form(m.base, None)
+        if base is not None:
+            full = ExpGaussForm(base.atoms, _add_mat(base.quad, tuple(tuple(r) for r in m.cov)))
+    if full is None:
+        return None
+    return full if w is None else _project_form(full, w)
+
+
+def _mul(p: dict, q: dict, budget: Budget = UNLIMITED) -> dict:
     out: dict = {}
-    for a, u in p.items():
+    for count, (a, u) in enumerate(p.items()):
+        if count % 256 == 0:
+            budget.check("product identity: expanding the exponential polynomials")
         for b, v in q.items():
             key = tuple(x + y for x, y in zip(a, b))
-            out[key] = out.get(key, Fraction(0)) + u * v
+            out[key] = out.get(key, 0) + u * v
     return {k: v for k, v in out.items() if v != 0}
 
 
+def _as_integer_keys(polys: list[dict[Vec, Fraction]]) -> tuple[list[dict[tuple[int, ...], Fraction]], Fraction]:
+    """Frequencies on one common scale ``1/D`` as integer tuples (integer keys hash and add fast)."""
+    D = 1
+    for p in polys:
+        for v in p:
+            for x in v:
+                D = lcm(D, x.denominator)
+    out = [{tuple(int(x * D) for x in v): c for v, c in p.items()} for p in polys]
+    return out, Fraction(1, D)
+
+
+def _multiset_bound(size: int, k: int) -> int:
+    """How many distinct frequencies ``P^k`` can have when ``P`` has ``size`` terms."""
+    return comb(size + k - 1, k)
+
+
 def product_identity(
-    measures: Sequence[Empirical], c: Sequence[Fraction], direction: Sequence[Fraction] | None = None
+    measures: Sequence[Family],
+    c: Sequence[Fraction],
+    direction: Sequence[Fraction] | None = None,
+    *,
+    budget: Budget = UNLIMITED,
 ) -> IdentityProof | None:
-    """Prove :math:`\\sum c_i \\Lambda_i` affine for empirical laws by the product identity, or None."""
+    """Prove :math:`\\sum c_i \\Lambda_i` affine by the product identity, or None.
+
+    Every measure with ``c_i != 0`` must have an :func:`exp_gauss_form` (else None). None
+    also when the identity is false, or when an expansion would exceed :data:`MAX_TERMS`
+    terms (use :func:`product_identity_decides` to tell the two apart).
+    """
+    return _product(measures, c, direction, budget)[0]
+
+
+def product_identity_decides(
+    measures: Sequence[Family], c: Sequence[Fraction], direction: Sequence[Fraction] | None = None,
+    *, budget: Budget = UNLIMITED,
+) -> bool:
+    """Whether :func:`product_identity` settles ``c`` either way (all forms exist, sizes within the cap)."""
+    return _product(measures, c, direction, budget)[1]
+
+
+def _product(
+    measures: Sequence[Family], c: Sequence[Fraction], direction: Sequence[Fraction] | None, budget: Budget
+) -> tuple[IdentityProof | None, bool]:
     k, L = _integerise(c)
     if all(v == 0 for v in k):
-        return None
+        return None, True
+    forms = []
+    for m, ki in zip(measures, k):
+        f = exp_gauss_form(m, direction) if ki else None
+        if ki and f is None:
+            return None, False
+        forms.append(f)
+    # the Gaussian factors must cancel exactly
     dim = 1 if direction is not None else measures[0].dim
-    zero = tuple(0 for _ in range(dim))
-    involved = [m for m, ki in zip(measures, k) if ki]
-    polys_inv, scale = _exp_polys(involved, direction)
-    it = iter(polys_inv)
-    polys = [next(it) if ki else None for ki in k]
+    Q = _zero(dim)
+    for f, ki in zip(forms, k):
+        if f is not None:
+            Q = tuple(tuple(x + ki * y for x, y in zip(r, s)) for r, s in zip(Q, f.quad))
+    if any(x != 0 for r in Q for x in r):
+        return None, True
+    involved = [f.atoms for f in forms if f is not None]
+    ints, scale = _as_integer_keys(involved)
+    it = iter(ints)
+    polys = [next(it) if f is not None else None for f in forms]
     size_l = size_r = 1
     for p, ki in zip(polys, k):
         if p is None:
             continue
         if ki > 0:
-            size_l *= len(p) ** ki
+            size_l *= _multiset_bound(len(p), ki)
         else:
-            size_r *= len(p) ** (-ki)
+            size_r *= _multiset_bound(len(p), -ki)
     if max(size_l, size_r) > MAX_TERMS:
-        return None
+        return None, False
+    zero = tuple(0 for _ in range(dim))
     lhs: dict = {zero: Fraction(1)}
     rhs: dict = {zero: Fraction(1)}
     for p, ki in zip(polys, k):
@@ -130,80 +317,271 @@ def product_identity(
             continue
         for _ in range(abs(ki)):
             if ki > 0:
-                lhs = _mul(lhs, p)
+                lhs = _mul(lhs, p, budget)
             else:
-                rhs = _mul(rhs, p)
+                rhs = _mul(rhs, p, budget)
     if len(lhs) != len(rhs):
-        return None
+        return None, True
     shift = tuple(x - y for x, y in zip(min(lhs), min(rhs)))
     shifted = {tuple(x + s for x, s in zip(key, shift)): v for key, v in rhs.items()}
     if shifted != lhs:
-        return None
+        return None, True
     alpha = tuple(s * scale / L for s in shift)
-    if direction is not None:
-        where = f"along w = {[str(v) for v in direction]}"
-    else:
-        where = "on R^d"
     stmt = (
-        f"prod over k_i>0 of P_i^k_i = exp(<{[str(s * scale) for s in shift]}, a>) * prod over k_i<0 of P_i^(-k_i), k = {k} "
-        f"(exact comparison of {len(lhs)} exponential terms), so sum_i c_i Lambda_i = <alpha, a> {where}, "
-        f"c = k / {L}"
+        f"prod over k_i>0 of P_i^k_i = exp(<{[qstr(s * scale) for s in shift]}, a>) * prod over k_i<0 of P_i^(-k_i), "
+        f"k = {k}, Gaussian factors cancel (exact comparison of {len(lhs)} exponential terms), so "
+        f"sum_i c_i Lambda_i = <alpha, a> {_where(direction)}, c = k / {L}"
     )
-    return IdentityProof("product-identity", tuple(c), alpha, Fraction(0), None if direction is None else tuple(direction), stmt)
+    proof = IdentityProof("product-identity", tuple(Fraction(v) for v in c), alpha, Fraction(0),
+                          None if direction is None else tuple(direction), stmt)
+    return proof, True
+
+
+# ------------------------------------------------------------------------ term identity
+
+
+@dataclass(frozen=True)
+class _Terms:
+    linear: Vec
+    quad: Mat
+    funcs: dict[tuple[Any, ...], Fraction]
+
+
+def _canon_sign(v: Vec) -> Vec:
+    first = next((x for x in v if x != 0), Fraction(0))
+    return tuple(-x for x in v) if first < 0 else v
+
+
+def _terms(m: Family, w: Sequence[Fraction] | None) -> _Terms | None:
+    """``Lambda`` of ``m`` (along ``w``) as linear + quadratic + named functions, or None."""
+    d = 1 if w is not None else m.dim
+    f = exp_gauss_form(m, w)
+    if f is not None:
+        v0 = min(f.atoms)
+        rest = frozenset((tuple(x - y for x, y in zip(v, v0)), p) for v, p in f.atoms.items())
+        funcs = {} if len(rest) == 1 else {("lse", rest): Fraction(1)}
+        return _Terms(v0, f.quad, funcs)
+    if isinstance(m, UniformCube):
+        funcs = {}
+        if w is None:
+            for k in range(d):
+                v = tuple(m.radius if i == k else Fraction(0) for i in range(d))
+                key = ("sinhc", _canon_sign(v))
+                funcs[key] = funcs.get(key, Fraction(0)) + 1
+        else:
+            for wk in w:
+                if wk != 0:
+                    key = ("sinhc", (abs(m.radius * wk),))
+                    funcs[key] = funcs.get(key, Fraction(0)) + 1
+        return _Terms(tuple(Fraction(0) for _ in range(d)), _zero(d), funcs)
+    if isinstance(m, Laplace):
+        if w is None:
+            return _Terms(tuple(Fraction(0) for _ in range(d)), _zero(d), {("laplace", m.cov): Fraction(1)})
+        s = sum((w[i] * m.cov[i][j] * w[j] for i in range(len(w)) for j in range(len(w))), Fraction(0))
+        funcs = {} if s == 0 else {("laplace", ((s,),)): Fraction(1)}
+        return _Terms((Fraction(0),), _zero(1), funcs)
+    if isinstance(m, Translation):
+        b = _terms(m.base, w)
+        if b is None:
+            return None
+        sh = tuple(m.shift) if w is None else (sum((x * y for x, y in zip(w, m.shift)), Fraction(0)),)
+        return _Terms(tuple(x + y for x, y in zip(b.linear, sh)), b.quad, b.funcs)
+    if isinstance(m, GaussianConvolution):
+        b = _terms(m.base, w)
+        if b is None:
+            return None
+        cov = tuple(tuple(r) for r in m.cov)
+        q = cov if w is None else ((sum((w[i] * cov[i][j] * w[j] for i in range(len(w)) for j in range(len(w))), Fraction(0)),),)
+        return _Terms(b.linear, _add_mat(b.quad, q), b.funcs)
+    return None
+
+
+def term_identity(
+    measures: Sequence[Family], c: Sequence[Fraction], direction: Sequence[Fraction] | None = None
+) -> IdentityProof | None:
+    """Prove :math:`\\sum c_i \\Lambda_i` affine by formal cancellation of named functions, or None."""
+    return _term(measures, c, direction)[0]
+
+
+def _term(
+    measures: Sequence[Family], c: Sequence[Fraction], direction: Sequence[Fraction] | None
+) -> tuple[IdentityProof | None, bool]:
+    """The term identity, and whether its answer is final.
+
+    Final when no involved law has a log-sum-exp term of several atoms: the remaining
+    named functions :math:`\\log(\\sinh(\\rho t)/(\\rho t))` (log singularities at
+    :math:`i\\pi k/\\rho`, the nearest at :math:`i\\pi/\\rho` belongs to the largest
+    :math:`\\rho` alone) and :math:`-\\log(1 - s t^2/2)` (singular at the real
+    :math:`\\pm\\sqrt{2/s}`) are linearly independent modulo quadratics along a generic
+    direction, so a combination is affine only if they cancel formally.
+    """
+    w = None if direction is None else [Fraction(v) for v in direction]
+    terms = []
+    for m, ci in zip(measures, c):
+        if ci == 0:
+            continue
+        t = _terms(m, w)
+        if t is None:
+            return None, False
+        terms.append((Fraction(ci), t))
+    if not terms:
+        return None, True
+    final = not any(key[0] == "lse" for _, t in terms for key in t.funcs)
+    d = len(terms[0][1].linear)
+    funcs: dict[tuple[Any, ...], Fraction] = {}
+    Q = _zero(d)
+    for ci, t in terms:
+        for key, v in t.funcs.items():
+            funcs[key] = funcs.get(key, Fraction(0)) + ci * v
+        Q = tuple(tuple(x + ci * y for x, y in zip(r, s)) for r, s in zip(Q, t.quad))
+    if any(v != 0 for v in funcs.values()) or any(x != 0 for r in Q for x in r):
+        return None, final
+    # alpha must be the combination of the means: the exp-polynomial terms carry the rest
+    alpha_t = _alpha_from_taylor(measures, c, w)
+    stmt = (
+        f"the named functions of sum_i c_i Lambda_i ({len({k for _, t in terms for k in t.funcs})} of them: "
+        "log sinh(x)/x, -log(1 - s/2), log-sum-exps with an atom at 0) and its quadratic part cancel exactly, "
+        f"so sum_i c_i Lambda_i is affine {_where(direction)}"
+    )
+    proof = IdentityProof("term-identity", tuple(Fraction(v) for v in c), alpha_t, Fraction(0),
+                          None if w is None else tuple(w), stmt)
+    return proof, True
+
+
+def _alpha_from_taylor(measures: Sequence[Family], c: Sequence[Fraction], w: Sequence[Fraction] | None) -> Vec:
+    """:math:`\\alpha = \\sum_i c_i \\nabla\\Lambda_i(0)` from exact first Taylor coefficients."""
+    d = measures[0].dim
+    dirs = [list(w)] if w is not None else [[Fraction(int(i == k)) for i in range(d)] for k in range(d)]
+    out = []
+    for u in dirs:
+        tot = Fraction(0)
+        for m, ci in zip(measures, c):
+            if ci:
+                t1 = m.taylor_1d(u, 1, exact=True)[1]
+                tot += Fraction(ci) * Fraction(int(t1.p), int(t1.q))
+        out.append(tot)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------- symbolic identity
+
+
+class _SympyTimeout(Exception):  # noqa: N818 (internal signal)
+    pass
+
+
+@contextmanager
+def _alarm(seconds: float) -> Iterator[bool]:
+    """Interrupt the body after ``seconds`` (yields True), or yield False when no alarm can be set.
+
+    An interval timer and SIGALRM work only in the main thread, and only if no other
+    timer is running; the previous handler is restored on exit.
+    """
+    usable = (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    )
+    if not usable or seconds <= 0:
+        yield False
+        return
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise _SympyTimeout
+
+    old = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield True
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def _rat(v: Fraction) -> sp.Rational:
     return sp.Rational(v.numerator, v.denominator)
 
 
-def _is_zero(expr: sp.Expr) -> bool:
+def _is_zero(expr: sp.Expr, deep: bool) -> bool:
     e = sp.expand(expr)
     if e == 0:
         return True
-    try:
-        if sp.simplify(e) == 0:
-            return True
-        # hyperbolic closed forms (log cosh, sinh x / x) against log-sum-exps: compare as exponentials
-        return bool(sp.simplify(e.rewrite(sp.exp)) == 0)
-    except (TypeError, ValueError, NotImplementedError):  # pragma: no cover - sympy internals
+    if not deep:
         return False
+    if sp.simplify(e) == 0:
+        return True
+    # hyperbolic closed forms (log cosh, sinh x / x) against log-sum-exps: compare as exponentials
+    return bool(sp.simplify(e.rewrite(sp.exp)) == 0)
+
+
+def _n_atoms(m: Family) -> int:
+    if isinstance(m, Empirical):
+        return m.n_atoms
+    if isinstance(m, EmpiricalConvolution):
+        return m.first.n_atoms * m.second.n_atoms
+    base = getattr(m, "base", None)
+    return _n_atoms(base) if isinstance(base, Family) else 1
 
 
 def symbolic_identity(
-    measures: Sequence[Family], c: Sequence[Fraction], direction: Sequence[Fraction] | None = None
+    measures: Sequence[Family],
+    c: Sequence[Fraction],
+    direction: Sequence[Fraction] | None = None,
+    *,
+    budget: Budget = UNLIMITED,
+    seconds: float = SYMPY_SECONDS,
 ) -> IdentityProof | None:
-    """Prove :math:`\\sum c_i \\Lambda_i` affine by simplifying its second derivatives to zero, or None."""
+    """Prove :math:`\\sum c_i \\Lambda_i` affine by simplifying its second derivatives to zero, or None.
+
+    Bounded: laws with more than :data:`SYMPY_MAX_ATOMS` atoms are not tried; ``simplify``
+    runs under an alarm of ``min(seconds, budget left)`` in the main thread (elsewhere
+    only ``expand`` is tried). A timeout gives None.
+    """
+    involved = [m for m, ci in zip(measures, c) if ci != 0]
+    if any(_n_atoms(m) > SYMPY_MAX_ATOMS for m in involved):
+        return None
     d = measures[0].dim
-    if direction is None:
-        a = sp.symbols(f"a0:{d}")
-        F = sp.Add(*[_rat(ci) * m.cgf_sympy(a) for ci, m in zip(c, measures) if ci != 0])
-        for i in range(d):
-            for j in range(i, d):
-                if not _is_zero(sp.diff(F, a[i], a[j])):
+    limit = min(seconds, budget.remaining())
+    try:
+        with _alarm(limit) as guarded:
+            if direction is None:
+                a = sp.symbols(f"a0:{d}")
+                F = sp.Add(*[_rat(Fraction(ci)) * m.cgf_sympy(a) for ci, m in zip(c, measures) if ci != 0])
+                for i in range(d):
+                    for j in range(i, d):
+                        if not _is_zero(sp.diff(F, a[i], a[j]), guarded):
+                            return None
+                where = "Hessian of sum_i c_i Lambda_i simplifies to 0 on R^d"
+            else:
+                t = sp.Symbol("t")
+                F = sp.Add(*[_rat(Fraction(ci)) * m.cgf_1d_sympy(t, direction) for ci, m in zip(c, measures) if ci != 0])
+                if not _is_zero(sp.diff(F, t, 2), guarded):
                     return None
-        at0 = {s: 0 for s in a}
-        alpha = tuple(Fraction(str(sp.nsimplify(sp.diff(F, s).subs(at0)))) for s in a)
-        beta = Fraction(str(sp.nsimplify(F.subs(at0))))
-        where = "Hessian of sum_i c_i Lambda_i simplifies to 0 on R^d"
-    else:
-        t = sp.Symbol("t")
-        F = sp.Add(*[_rat(ci) * m.cgf_1d_sympy(t, direction) for ci, m in zip(c, measures) if ci != 0])
-        if not _is_zero(sp.diff(F, t, 2)):
-            return None
-        alpha = (Fraction(str(sp.nsimplify(sp.diff(F, t).subs(t, 0)))),)
-        beta = Fraction(str(sp.nsimplify(F.subs(t, 0))))
-        where = f"d^2/dt^2 sum_i c_i Lambda_i(t w) simplifies to 0, w = {[str(v) for v in direction]}"
-    return IdentityProof("symbolic-identity", tuple(c), alpha, beta, None if direction is None else tuple(direction), where)
+                where = f"d^2/dt^2 sum_i c_i Lambda_i(t w) simplifies to 0, w = {[qstr(v) for v in direction]}"
+    except _SympyTimeout:
+        return None
+    except (TypeError, ValueError, NotImplementedError, ZeroDivisionError, RecursionError, AttributeError):
+        return None  # sympy internals: no proof, never a crash
+    w = None if direction is None else [Fraction(v) for v in direction]
+    alpha = _alpha_from_taylor(measures, c, w)
+    return IdentityProof("symbolic-identity", tuple(Fraction(v) for v in c), alpha, Fraction(0),
+                         None if w is None else tuple(w), where)
+
+
+# ------------------------------------------------------------------------- the filter
 
 
 def numerically_affine(
-    measures: Sequence[Family], c: Sequence[Fraction], direction: Sequence[Fraction] | None = None, dps: int = 40
+    measures: Sequence[Family], c: Sequence[Fraction], direction: Sequence[Fraction] | None = None, dps: int = 40,
+    *, budget: Budget = UNLIMITED,
 ) -> bool:
     r"""Cheap filter before an exact proof: second differences of :math:`\sum c_i\Lambda_i` vanish at ``dps`` digits.
 
     Evaluated along ``direction`` (or two fixed generic directions for the weak
-    property) at a few points inside every MGF domain. Not a proof: it only saves
-    symbolic simplification of candidates that are plainly not null vectors.
+    property) at a few points inside every MGF domain, with the step scaled to the
+    spread of the laws (so that the curvature is visible whatever the scale of the
+    tokens). Not a proof: it only saves exact work on candidates that are plainly not
+    null vectors.
     """
     import mpmath
 
@@ -211,25 +589,72 @@ def numerically_affine(
     dirs = [list(direction)] if direction is not None else [[Fraction(k % 3 + 1, k + 2) for k in range(d)], [Fraction((-1) ** k * (k + 2), 3) for k in range(d)]]
     with mpmath.workdps(dps + 20):
         for w in dirs:
+            budget.check("numerical filter of a candidate null vector")
             R = min(m.mgf_radius(w) for m in measures)
-            h = min(mpmath.mpf("0.25"), mpmath.mpf(R) / 4 if R != float("inf") else mpmath.mpf("0.25"))
+            spread = max((_spread(m, w) for m in measures), default=0) or 1
+            h = mpmath.mpf(1) / (4 * mpmath.mpf(spread))
+            if R != float("inf"):
+                h = min(h, mpmath.mpf(R) / 4)
             for t in (h / 3, -h / 2):
-                vals = [mpmath.fsum(mpmath.mpf(ci.numerator) / ci.denominator * m.cgf_1d_mp(t + s * h, w, dps=dps + 20) for ci, m in zip(c, measures) if ci != 0) for s in (-1, 0, 1)]
+                terms = [[mpmath.mpf(ci.numerator) / ci.denominator * m.cgf_1d_mp(t + s * h, w, dps=dps + 20)
+                          for ci, m in zip(c, measures) if ci != 0] for s in (-1, 0, 1)]
+                vals = [mpmath.fsum(ts) for ts in terms]
                 second = vals[0] - 2 * vals[1] + vals[2]
-                scale = max(abs(v) for v in vals) + 1
+                # rounding is relative to the terms summed, not to their (cancelling) sum
+                scale = max(mpmath.fsum(abs(x) for x in ts) for ts in terms) + h * h
                 if abs(second) > mpmath.mpf(10) ** (-dps) * scale * 100:
                     return False
     return True
 
 
+def _spread(m: Family, w: Sequence[Fraction]) -> float:
+    """A rough scale of ``<w, Y>`` (1 when unknown): the range of the projected atoms."""
+    f = exp_gauss_form(m, w)
+    if f is None:
+        return 1.0
+    zs = [v[0] for v in f.atoms]
+    rng = max(zs) - min(zs)
+    q = f.quad[0][0]
+    out = 0.0
+    if rng:
+        out = 2.0 ** _clip_log2(rng)
+    if q:
+        out = max(out, 2.0 ** (_clip_log2(q) / 2))
+    return out or 1.0
+
+
+def _clip_log2(q: Fraction) -> int:
+    """``~log2 |q|`` clipped to the float range."""
+    e = abs(q.numerator).bit_length() - q.denominator.bit_length()
+    return max(-1000, min(1000, e))
+
+
 def prove_dependence(
-    measures: Sequence[Family], c: Sequence[Fraction], direction: Sequence[Fraction] | None = None
+    measures: Sequence[Family],
+    c: Sequence[Fraction],
+    direction: Sequence[Fraction] | None = None,
+    *,
+    budget: Budget = UNLIMITED,
 ) -> IdentityProof | None:
-    """Try the product identity (all empirical), then the symbolic identity."""
-    if not numerically_affine(measures, c, direction):
+    """Prove :math:`\\sum_i c_i\\Lambda_i` affine (on R^d, or along ``direction``), or None.
+
+    The product identity first: for laws that have an :func:`exp_gauss_form` it decides
+    the question exactly, and nothing else is tried. Then the term identity, then sympy
+    (bounded). Raises :class:`~ntkcheck._budget.OutOfTime` when ``budget`` runs out.
+    """
+    c = [Fraction(v) for v in c]
+    if all(v == 0 for v in c):
         return None
-    if all(isinstance(m, Empirical) for m in measures):
-        p = product_identity(measures, c, direction)  # type: ignore[arg-type]
-        if p is not None:
-            return p
-    return symbolic_identity(measures, c, direction)
+    if not numerically_affine(measures, c, direction, budget=budget):
+        return None
+    budget.check("product identity")
+    proof, decided = _product(measures, c, direction, budget)
+    if proof is not None or decided:
+        return proof
+    budget.check("term identity")
+    proof, decided = _term(measures, c, direction)
+    if proof is not None or decided:
+        return proof
+    budget.check("symbolic identity")
+    return symbolic_identity(measures, c, direction, budget=budget)
+

@@ -42,3 +42,275 @@ def fd_derivatives(f, h: float) -> list[float]:
     d3 = (f2p - 2 * f1p + 2 * f1m - f2m) / (2 * h**3)
     d4 = (f2p - 4 * f1p + 6 * f0 - 4 * f1m + f2m) / h**4
     return [d1, d2, d3, d4]
+
+
+# ----------------------------------------------------------------------------------------
+# Independent references for the decision engine (tests/test_soundness.py).
+#
+# Everything below is written from the definitions (theory/cgf-independence.md) with Python
+# Fractions and mpmath, from the atoms and masses of each law. It must not call
+# ntkcheck: a verdict of the engine is re-verified here, not re-derived by the engine.
+
+#: a dependence identity sum_i c_i Lambda_i(a) = <alpha, a> + beta is checked at 50 digits;
+#: a true identity leaves rounding only (~1e-50 relative), a wrong one leaves the size of
+#: the CGFs at O(1) scores (>= 1e-30 for the small dyadic data of the suite).
+IDENTITY_DPS = 50
+RTOL_IDENTITY = 1e-40
+
+
+class RefEmpirical:
+    """An empirical law as exact data: ``{atom (tuple of Fraction): mass (Fraction)}``.
+
+    Built from raw token rows and weights by :func:`ref_empirical` (repeats merged, zero
+    masses dropped, masses normalised exactly), independently of ``ntkcheck.families``.
+    """
+
+    def __init__(self, atoms: dict, dim: int) -> None:
+        self.atoms = dict(atoms)
+        self.dim = dim
+
+    def __repr__(self) -> str:
+        items = ", ".join(f"{[str(v) for v in x]}: {m}" for x, m in self.atoms.items())
+        return f"RefEmpirical({{{items}}})"
+
+
+class RefCube:
+    """The uniform law on ``[-r, r]^d`` as exact data (seed 003 Ex. 3)."""
+
+    def __init__(self, radius, dim: int) -> None:
+        from fractions import Fraction
+
+        self.radius = Fraction(radius)
+        self.dim = dim
+
+    def __repr__(self) -> str:
+        return f"RefCube(radius={self.radius}, dim={self.dim})"
+
+
+def exact(x):
+    """The exact rational value of a float, int, str or Fraction (floats are dyadic)."""
+    from fractions import Fraction
+
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return Fraction(int(x))
+    if isinstance(x, str):
+        return Fraction(x)
+    return Fraction(float(x))
+
+
+def ref_empirical(tokens, weights=None) -> RefEmpirical:
+    """The law ``sum_j w_j delta(x_j)`` of a token sample, merged and normalised exactly."""
+    from fractions import Fraction
+
+    rows = [tuple(exact(v) for v in row) for row in np.asarray(tokens, dtype=np.float64)]
+    w = [Fraction(1)] * len(rows) if weights is None else [exact(v) for v in weights]
+    tot = sum(w, Fraction(0))
+    atoms: dict = {}
+    for x, wj in zip(rows, w):
+        if wj != 0:
+            atoms[x] = atoms.get(x, Fraction(0)) + wj / tot
+    return RefEmpirical(atoms, len(rows[0]))
+
+
+def ref_convolution(p: RefEmpirical, q: RefEmpirical) -> RefEmpirical:
+    """The law of ``X + Y`` for independent ``X ~ p``, ``Y ~ q``."""
+    from fractions import Fraction
+
+    atoms: dict = {}
+    for x, u in p.atoms.items():
+        for y, v in q.atoms.items():
+            s = tuple(a + b for a, b in zip(x, y))
+            atoms[s] = atoms.get(s, Fraction(0)) + u * v
+    return RefEmpirical(atoms, p.dim)
+
+
+def ref_mean(law) -> tuple:
+    """The mean of a law, exactly (the gradient of its CGF at 0)."""
+    from fractions import Fraction
+
+    if isinstance(law, RefCube):
+        return tuple(Fraction(0) for _ in range(law.dim))
+    return tuple(sum((m * x[k] for x, m in law.atoms.items()), Fraction(0)) for k in range(law.dim))
+
+
+def _log_series(g: list) -> list:
+    """Coefficients f_0..f_K of log(g(t)) for a power series with g_0 = 1: from f' g = g'."""
+    from fractions import Fraction
+
+    assert g[0] == 1
+    f = [Fraction(0)] * len(g)
+    for k in range(1, len(g)):
+        acc = sum((j * f[j] * g[k - j] for j in range(1, k)), Fraction(0))
+        f[k] = g[k] - acc / k
+    return f
+
+
+def ref_taylor_1d(law, w, K: int) -> list:
+    """Taylor coefficients ``c_0..c_K`` of ``t -> Lambda(t w)`` as Fractions (``c_k = kappa_k / k!``).
+
+    Empirical: ``log sum_j m_j exp(z_j t)``, ``z_j = <w, x_j>``, by exact power series.
+    Uniform cube: ``sum_k log(sinh(r w_k t) / (r w_k t))`` from the series of
+    ``sinh(x)/x = sum_m x^(2m) / (2m+1)!``.
+    """
+    from fractions import Fraction
+    from math import factorial
+
+    w = [exact(v) for v in w]
+    if isinstance(law, RefCube):
+        g = [Fraction(0)] * (K + 1)
+        for m in range(0, K // 2 + 1):
+            g[2 * m] = Fraction(1, factorial(2 * m + 1))
+        h = _log_series(g)
+        return [h[k] * law.radius**k * sum((wk**k for wk in w), Fraction(0)) if k % 2 == 0 and k > 0 else Fraction(0)
+                for k in range(K + 1)]
+    zs = [(sum((wk * xk for wk, xk in zip(w, x)), Fraction(0)), m) for x, m in law.atoms.items()]
+    g = [sum((m * z**k for z, m in zs), Fraction(0)) / factorial(k) for k in range(K + 1)]
+    return _log_series(g)
+
+
+def ref_rows(laws, directions, K: int) -> tuple[list, list]:
+    """The coefficient matrix of orders 2..K stacked over ``directions``: (rows, labels).
+
+    ``labels[j]`` is the order ``k`` for one direction, else ``(direction index, k)``.
+    """
+    rows: list = [[] for _ in laws]
+    labels: list = []
+    for di, w in enumerate(directions):
+        coeffs = [ref_taylor_1d(m, w, K) for m in laws]
+        for k in range(2, K + 1):
+            labels.append(k if len(directions) == 1 else (di, k))
+            for i, c in enumerate(coeffs):
+                rows[i].append(c[k])
+    return rows, labels
+
+
+def exact_rank(rows: list) -> int:
+    """Rank over Q of a matrix of Fractions (Gaussian elimination, exact)."""
+    from fractions import Fraction
+
+    A = [[Fraction(v) for v in r] for r in rows]
+    rank, ncols = 0, len(A[0]) if A else 0
+    for j in range(ncols):
+        piv = next((i for i in range(rank, len(A)) if A[i][j] != 0), None)
+        if piv is None:
+            continue
+        A[rank], A[piv] = A[piv], A[rank]
+        for i in range(len(A)):
+            if i != rank and A[i][j] != 0:
+                f = A[i][j] / A[rank][j]
+                A[i] = [a - f * b for a, b in zip(A[i], A[rank])]
+        rank += 1
+    return rank
+
+
+def exact_det(square: list):
+    """Determinant over Q of a square matrix of Fractions (elimination, exact)."""
+    from fractions import Fraction
+
+    A = [[Fraction(v) for v in r] for r in square]
+    n, det = len(A), Fraction(1)
+    for j in range(n):
+        piv = next((i for i in range(j, n) if A[i][j] != 0), None)
+        if piv is None:
+            return Fraction(0)
+        if piv != j:
+            A[j], A[piv] = A[piv], A[j]
+            det = -det
+        det *= A[j][j]
+        for i in range(j + 1, n):
+            f = A[i][j] / A[j][j]
+            if f:
+                A[i] = [a - f * b for a, b in zip(A[i], A[j])]
+    return det
+
+
+def ref_projected(law: RefEmpirical, w) -> list:
+    """The distinct projected atoms ``<w, x_j>`` of an empirical law, exactly, sorted."""
+    from fractions import Fraction
+
+    w = [exact(v) for v in w]
+    return sorted({sum((wk * xk for wk, xk in zip(w, x)), Fraction(0)) for x in law.atoms})
+
+
+def ref_gap(law: RefEmpirical, w, top: bool):
+    """Gap between the two largest (``top``) or two smallest projected atoms, or None."""
+    z = ref_projected(law, w)
+    if len(z) < 2:
+        return None
+    return z[-1] - z[-2] if top else z[1] - z[0]
+
+
+def ref_cgf_mp(law, a):
+    """``Lambda(a)`` at the working mpmath precision, from the exact data.
+
+    Empirical: log-sum-exp with the max shift. Cube: the closed form.
+    """
+    import mpmath
+
+    a = [exact(v) for v in a]
+
+    def mp(q):
+        return mpmath.mpf(q.numerator) / q.denominator
+
+    if isinstance(law, RefCube):
+        tot = mpmath.mpf(0)
+        for ak in a:
+            if ak != 0:
+                x = mp(law.radius * ak)
+                tot += mpmath.log(mpmath.sinh(x) / x)
+        return tot
+    scores = [(mp(sum((ak * xk for ak, xk in zip(a, x)), exact(0))), mp(m)) for x, m in law.atoms.items()]
+    top = max(s for s, _ in scores)
+    return top + mpmath.log(mpmath.fsum(m * mpmath.exp(s - top) for s, m in scores))
+
+
+def identity_residual(laws, c, alpha, beta, points) -> float:
+    """Largest relative residual of ``sum_i c_i Lambda_i(a) - <alpha, a> - beta`` over ``points``.
+
+    Computed at :data:`IDENTITY_DPS` digits from the exact data; the scale is
+    ``sum_i |c_i Lambda_i(a)| + |<alpha, a>| + |beta|``.
+    """
+    import mpmath
+
+    def mp(q):
+        q = exact(q)
+        return mpmath.mpf(q.numerator) / q.denominator
+
+    worst = mpmath.mpf(0)
+    with mpmath.workdps(IDENTITY_DPS):
+        for a in points:
+            terms = [mp(ci) * ref_cgf_mp(m, a) for ci, m in zip(c, laws) if exact(ci) != 0]
+            lin = mpmath.fsum(mp(al) * mp(ak) for al, ak in zip(alpha, a)) + mp(beta)
+            res = abs(mpmath.fsum(terms) - lin)
+            scale = mpmath.fsum(abs(t) for t in terms) + abs(lin)
+            if res > 0:
+                worst = max(worst, res / scale)
+    return float(worst)
+
+
+def positive_definite(M: list) -> bool:
+    """Whether a symmetric matrix of Fractions is positive definite (exact LDL^T: all pivots > 0)."""
+    from fractions import Fraction
+
+    A = [[Fraction(v) for v in r] for r in M]
+    n = len(A)
+    for j in range(n):
+        if A[j][j] <= 0:
+            return False
+        for i in range(j + 1, n):
+            f = A[i][j] / A[j][j]
+            if f:
+                A[i] = [a - f * b for a, b in zip(A[i], A[j])]
+    return True
+
+
+def sigma_min_exceeds(square: list, bound) -> bool:
+    """Whether the smallest singular value of a square Fraction matrix ``B`` exceeds ``bound``:
+    ``B^T B - bound^2 I`` positive definite, decided exactly."""
+    b2 = exact(bound) ** 2
+    n = len(square)
+    G = [[sum((square[k][i] * square[k][j] for k in range(n)), exact(0)) - (b2 if i == j else 0) for j in range(n)]
+         for i in range(n)]
+    return positive_definite(G)

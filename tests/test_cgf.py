@@ -131,3 +131,17 @@ def test_bad_tokens(bad, msg):
 def test_mpmath_precision_is_local():
     cgf.log_mgf_mp(np.array([[0.0], [1.0]]), [1.0], dps=80)
     assert mpmath.mp.dps == 15
+
+
+@pytest.mark.parametrize("p", [4611686018427387847, 10007])
+def test_modp_series_weights_repeats_and_reference(p):
+    """The mod-p series (power sums from a product tree of nmod_poly fractions) against the
+    exact rational series reduced here: weights, repeated atoms, a zero weight, a small prime."""
+    z = [Fraction(1, 3), Fraction(-2), Fraction(1, 3), Fraction(5, 4), Fraction(7)]
+    w = [Fraction(1), Fraction(2), Fraction(3), Fraction(0), Fraction(1, 2)]
+    K = 30
+    exact = cgf.series_log_mgf_exact(z, w, K)
+    ref = [int(c.p) * pow(int(c.q), -1, p) % p for c in exact]
+    assert cgf.series_log_mgf_modp(z, w, K, p) == ref
+    with pytest.raises(ZeroDivisionError):
+        cgf.series_log_mgf_modp([Fraction(1, 10007)], None, 4, 10007)

@@ -65,3 +65,16 @@ def test_vandermonde_uniform_and_laplace():
     assert lap.holds and lap.lambdas == (Fraction(1), Fraction(2))
     mixed = vandermonde_condition([UniformCube("1", 2), Laplace([[1, 0], [0, 1]])], [1, 0])
     assert not mixed.holds
+
+
+def test_separation_flags_rounding_level_certificates():
+    """The relative separation of the certifying gaps / lambdas: exact, then rounded to a float
+    (0.0 below the float range). decide adds a note when it is at rounding level."""
+    v = vandermonde_condition([UniformCube(1, 1), UniformCube(2, 1)], [1])
+    assert v.separation == 0.75  # lambdas 1, 4: (4 - 1) / 4
+    tiny = vandermonde_condition([UniformCube(1, 1), UniformCube(1 + Fraction(1, 10**1300), 1)], [1])
+    assert tiny.holds and tiny.separation == 0.0
+    dec = decide([UniformCube(1, 1), UniformCube(1 + Fraction(1, 10**1300), 1)], "strong")
+    assert dec.method == "vandermonde" and any("below 1e-300" in n for n in dec.notes)
+    g = gap_condition([np.array([[0.0], [1.0]]), np.array([[0.0], [1.0 + 2.0**-52]])], [1])
+    assert g.holds and g.separation == 2.0**-52 / (1 + 2.0**-52)

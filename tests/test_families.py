@@ -16,6 +16,7 @@ from helpers import RTOL_FLOAT_VS_MP, arb_contains_exact, fd_derivatives, lln_to
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from ntkcheck import cgf
 from ntkcheck.errors import DomainError, InputError, PrecisionError
 from ntkcheck.families import (
     FAMILY_NAMES,
@@ -529,3 +530,40 @@ def test_vandermonde_forms(kind: str, data, w: list[Fraction]) -> None:
             assert a1 == a2 != 0  # a_m is the same non-zero number for the whole tag
         else:
             assert (c1[k] == 0) == (v1.lam == 0) and (c2[k] == 0) == (v2.lam == 0)
+
+
+# ------------------------------------------------------------ coefficients modulo a prime
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("p", [4611686018427387847, 1_000_003])
+def test_taylor_modp_is_reduction_of_exact(name: str, p: int) -> None:
+    """The mod-p coefficients (running products, no long rationals) reduce the exact ones.
+
+    The reference reduces the exact rationals here with one modular inverse each; the
+    exact series themselves are pinned to sympy by test_exact_taylor_equals_sympy_series.
+    """
+    fam = FAMILIES[name]
+    K = 17
+    exact = [Fraction(int(c.p), int(c.q)) for c in fam.taylor_1d(W, K)]
+    ref = [c.numerator * pow(c.denominator, -1, p) % p for c in exact]
+    if isinstance(fam, Empirical):  # the engine reduces empirical laws straight from the atoms
+        got = cgf.series_log_mgf_modp(fam.projected(W), fam.exact_weights(), K, p)
+    else:
+        got = fam.taylor_1d_modp(W, K, p)
+    assert got == ref
+
+
+def test_uniform_taylor_with_a_long_radius() -> None:
+    """A radius 1 + 10^-1300 (exact): the coefficients are r^(2m) g_m sum_k w_k^(2m) exactly,
+    and the Arb balls enclose them (the running products keep the cost linear in K)."""
+    r = 1 + Fraction(1, 10**1300)
+    fam = UniformCube(r, 1)
+    K = 10
+    exact = fam.taylor_1d([1], K)
+    base = UniformCube(1, 1).taylor_1d([1], K)  # g_m for r = 1
+    for m in range(1, K // 2 + 1):
+        assert Fraction(int(exact[2 * m].p), int(exact[2 * m].q)) == Fraction(int(base[2 * m].p), int(base[2 * m].q)) * r ** (2 * m)
+    balls = fam.taylor_1d([1], K, exact=False, prec=5000)
+    for e, b in zip(exact, balls):
+        assert arb_contains_exact(b, e)

@@ -7,11 +7,12 @@ import json
 from fractions import Fraction
 from typing import Any
 
-from ..decide import Decision, decide, format_vector
+from ..decide import DEFAULT_TIMEOUT, Decision, decide, format_vector
 from ..errors import InputError
 from ..examples import seed_examples
 from ..families import Dirac, Family, Gaussian, GaussianMixture2, Laplace, UniformCube
-from ..io import load_samples
+from ..io import load_laws
+from ._args import allow_negative_values, seconds
 
 _FAMILIES = ("uniform-cube", "laplace", "gaussian-mixture", "gaussian", "dirac")
 
@@ -35,8 +36,12 @@ def register(sub: Any) -> None:
     p.add_argument("--direction", help="direction w for the strong property, comma separated")
     p.add_argument("--method", choices=("auto", "exact", "interval", "float"), default="auto")
     p.add_argument("--digits", type=int, default=None, help="highest working precision in decimal digits (ladder cap)")
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"time budget of each decision (default {DEFAULT_TIMEOUT:g}); when it runs out the verdict is "
+                   "inconclusive and says what was tried")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
+    allow_negative_values(p)  # --radii -1,2 reaches the radius check
 
 
 def _numbers(text: str | None, name: str) -> list[Fraction]:
@@ -96,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.path is None and args.family is None:
         rows = []
         for ex in seed_examples():
-            dec = decide(list(ex.measures), ex.property, method=args.method, max_bits=bits)
+            dec = decide(list(ex.measures), ex.property, method=args.method, max_bits=bits, timeout=args.timeout)
             rows.append((ex, dec))
         if args.json:
             print(json.dumps({"examples": [{**ex.to_dict(), **dec.to_dict(), "agrees": dec.verdict.value == ex.expected} for ex, dec in rows]}))
@@ -108,8 +113,9 @@ def run(args: argparse.Namespace) -> int:
             if bad:
                 print(f"DISAGREES with the seed: {bad}")
         return 1 if any(dec.verdict.value not in (ex.expected, "inconclusive") for ex, dec in rows) else 0
-    measures: list[Any] = _family_measures(args) if args.family else load_samples(args.path)
-    dec = decide(measures, args.property, direction=direction, method=args.method, max_bits=bits)
+    measures: list[Any] = _family_measures(args) if args.family else load_laws(args.path)
+    dec = decide(measures, args.property, direction=direction, method=args.method, max_bits=bits,
+                 timeout=args.timeout)
     if args.json:
         print(json.dumps(dec.to_dict()))
         return 0
