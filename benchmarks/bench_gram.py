@@ -16,7 +16,12 @@ For M token slots (N = 8 tokens a sample, M / 8 samples), d = 8 and 32, H d = 2 
   Above, ``F`` is never stored: ``F F^T`` is accumulated over head blocks (``form``, the
   same for both, includes the features) and auto = Cholesky + Lanczos on that matrix,
   baseline = ``eigvalsh`` of it;
-* peak memory of the auto route (tracemalloc; numpy reports its buffers to it).
+* peak memory of the auto route (tracemalloc; numpy reports its buffers to it);
+* ``--laws``: the cost of the distinct-atom assembly (issue 11): features of laws whose
+  masses are unequal (every sample has one token repeated: the softmax is weighted) against
+  equal masses, and the dependence structure (duplicates, translates, products, exact
+  kernel count) on the screening case of 64 samples x 32 tokens in d = 384, with the first
+  32 samples repeated.
 
 Usage: ``python benchmarks/bench_gram.py [--quick | --full] [--rows M:d ...]``. Default: M = 256, 1024, 4096
 (a few minutes); ``--quick``: M <= 1024 (seconds); ``--full`` adds M = 16384 at d = 8
@@ -34,6 +39,7 @@ import tracemalloc
 
 import numpy as np
 
+from ntkcheck.families import Empirical, as_laws
 from ntkcheck.gram import (
     _extremal_eigh,
     _gram_accumulated,
@@ -90,7 +96,11 @@ def main(argv=None) -> None:
     g.add_argument("--quick", action="store_true", help="M <= 1024 only")
     g.add_argument("--full", action="store_true", help="add M = 16384 at d = 8 (~11 min more)")
     ap.add_argument("--rows", nargs="+", metavar="M:d", help="explicit rows instead, e.g. 16384:8")
+    ap.add_argument("--laws", action="store_true", help="only the distinct-atom / structure timings")
     args = ap.parse_args(argv)
+    if args.laws:
+        _laws_bench()
+        return
     sizes = [256, 1024] if args.quick else [256, 1024, 4096]
     rows = [(d, M) for d in (8, 32) for M in sizes]
     if args.full:
@@ -104,7 +114,7 @@ def main(argv=None) -> None:
     rng = np.random.default_rng(0)
     for d, M in rows:
         H = 2 * M // d
-        S = [rng.standard_normal((N_TOK, d)) / np.sqrt(d) for _ in range(M // N_TOK)]
+        S = as_laws([rng.standard_normal((N_TOK, d)) / np.sqrt(d) for _ in range(M // N_TOK)])
         heads = init_heads(H, d, seed=1)
         flops = H * M * (4.0 * N_TOK * d + 2.0 * d * d)
         exps = float(H * M * N_TOK)
@@ -150,6 +160,32 @@ def main(argv=None) -> None:
           "M > 4096: form s = accumulated F F^T (features included, shared); auto s = Cholesky + Lanczos; "
           "eigh s = eigvalsh of that matrix.\npeak MiB: tracemalloc peak of the auto route (gram(), or form + "
           "Cholesky-Lanczos above 4096).")
+
+
+def _laws_bench() -> None:
+    from ntkcheck.structure import dependence_structure
+
+    rng = np.random.default_rng(0)
+    print(f"{'M':>6} {'d':>4} {'H':>5} | {'equal s':>8} {'weighted s':>10} {'ratio':>6}")
+    for M, d in ((1024, 8), (2048, 384)):
+        N = 8 if d == 8 else 32
+        H = 2 * M // d
+        X = [rng.standard_normal((N, d)) / np.sqrt(d) for _ in range(M // N)]
+        equal = as_laws(X)
+        # token weights 2, 1, ..., 1: unequal masses (a weighted softmax), the same atom count N
+        weighted = [Empirical(x, [2] + [1] * (N - 1)) for x in X]
+        heads = init_heads(H, d, seed=1)
+        t_eq, _ = _best(lambda: attention_features(equal, heads))
+        t_w, _ = _best(lambda: attention_features(weighted, heads))
+        print(f"{M:>6} {d:>4} {H:>5} | {t_eq:>8.3f} {t_w:>10.3f} {t_w / t_eq:>6.2f}", flush=True)
+    S = [rng.standard_normal((32, 384)) for _ in range(32)]
+    S = as_laws(S + [x.copy() for x in S])
+    t, st = _best(lambda: dependence_structure(S), 1)
+    print(f"dependence_structure, 64 x 32 x 384 with 32 duplicated samples: {t:.2f} s "
+          f"({len(st.relations)} relations, predicted kernel {st.predicted_kernel}, exact {st.exact})")
+    S = as_laws([rng.standard_normal((32, 384)) for _ in range(64)])
+    t, st = _best(lambda: dependence_structure(S, certify=False), 1)
+    print(f"find the structures (no decide), 64 x 32 x 384 independent: {t:.3f} s")
 
 
 if __name__ == "__main__":

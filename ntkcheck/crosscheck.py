@@ -18,13 +18,18 @@ r"""Cross-check of the CGF verdict against the NTK Gram (seed 003 Prop. 8, both 
   shared atoms ``u, v`` (:math:`\nu=\delta_u-\delta_v`) otherwise. Samples whose tokens are
   all equal (single Diracs) have a constant :math:`\nabla\Lambda_i = x_i`, so for them any
   :math:`\nu_i` of the same total mass does: they need not share the atom. This covers
-  the table row "``n > d`` single Diracs" of MATH.md section 3, where the kernel vector comes
+  the table row "``n > d`` single Diracs" of ``theory/ntk-prop8.md``, where the kernel vector comes
   from :math:`\sum_i c_i x_i = 0`.
 * **Without overlap** the seed makes no prediction; the cross-check says so.
 
 Atom equality is exact (float64 bit patterns after ``-0.0 -> 0.0``).
 
-References: seed 003 Prop. 5, Prop. 8, condition (34); MATH.md section 3.
+Beyond the seed: the dependence structure of the samples (:mod:`ntkcheck.structure`)
+predicts the exact dimension of the kernel, compared with the eigenvalues at the rounding
+floor (``theory/ntk-prop8.md``, "The dimension of the kernel").
+
+References: seed 003 (A Mean-Field Theory of Transformers) Prop. 5, Prop. 8, condition
+(34); ``theory/ntk-prop8.md``.
 """
 
 from __future__ import annotations
@@ -36,22 +41,22 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ._validate import as_samples
 from .cgf import to_fraction
 from .errors import InputError
-from .families import Empirical
+from .families import Empirical, Family, as_laws
 from .gram import (
     POSITIVE_REL,
     RESOLUTION_EIGH,
     GramResult,
     Heads,
     _as_heads,
-    attention_features,
+    _features,
     gram,
 )
+from .structure import DependenceStructure, dependence_structure
 
-__all__ = ["KernelPrediction", "CrosscheckResult", "predicted_kernel_vector", "kernel_residual", "crosscheck",
-           "KERNEL_RTOL"]
+__all__ = ["KernelPrediction", "KernelComparison", "CrosscheckResult", "predicted_kernel_vector", "kernel_residual",
+           "subspace_residual", "crosscheck", "KERNEL_RTOL"]
 
 #: relative residual ||F^T u|| / (||F||_2 ||u||) below which a predicted kernel vector counts as
 #: annihilated: float64 rounding of the features (a few ulps times sqrt(M H d)) with margin.
@@ -71,10 +76,13 @@ class KernelPrediction:
         The signed measure :math:`\nu` on the shared atoms (``()`` when only single
         Diracs carry the dependency).
     p : (M,) float array
-        Scalar adjoint on the token slots, :math:`c_i\,\nu(\{x_{ij}\})/\mu_i(\{x_{ij}\})`
-        (multiply by any unit vector ``e`` for the vector-valued :math:`p_i`).
+        Scalar adjoint on the distinct atoms (laws in order),
+        :math:`p_i(x_{ia}) = c_i\,\nu(\{x_{ia}\})/\mu_i(\{x_{ia}\})` (multiply by any unit vector
+        ``e`` for the vector-valued :math:`p_i`).
     source : str
         ``"decide null vector"`` or ``"Dirac relation sum c_i x_i = 0"``.
+    shared : int
+        Number of atoms shared by every sample with :math:`c_i \ne 0` that is not a single Dirac.
     """
 
     c: tuple[Any, ...]
@@ -82,6 +90,7 @@ class KernelPrediction:
     nu: tuple[tuple[tuple[float, ...], int], ...]
     p: np.ndarray
     source: str
+    shared: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +99,7 @@ class KernelPrediction:
             "nu": [{"atom": list(a), "mass": m} for a, m in self.nu],
             "p": [float(v) for v in self.p],
             "source": self.source,
+            "shared": self.shared,
         }
 
 
@@ -110,26 +120,34 @@ def predicted_kernel_vector(samples: Any, c: Any, alpha: Any) -> KernelPredictio
 
     Parameters
     ----------
-    samples : list of (N_i, d) float arrays
+    samples : list of Empirical or (N_i, d) float arrays
     c : sequence of n numbers, not all zero
         :math:`\sum_i c_i\Lambda_i(a) = \langle\alpha, a\rangle + \beta`.
     alpha : sequence of d numbers
+
+    Returns
+    -------
+    KernelPrediction or None
+        ``p`` on the distinct atoms: :math:`p_i(x) = c_i\,\nu(\{x\})/\mu_i(\{x\})`.
     """
-    S = as_samples(samples)
+    return _predicted(as_laws(samples), c, alpha)
+
+
+def _predicted(laws: list[Empirical], c: Any, alpha: Any) -> KernelPrediction | None:
     c = tuple(c)
-    if len(c) != len(S):
-        raise InputError(f"null vector: has {len(c)} entries for {len(S)} samples")
+    if len(c) != len(laws):
+        raise InputError(f"null vector: has {len(c)} entries for {len(laws)} samples")
     alpha_zero = all(_is_zero(a) for a in alpha)
     support = [i for i, ci in enumerate(c) if not _is_zero(ci)]
     if not support:
         return None
-    diracs = [i for i in support if np.all(S[i] == S[i][0])]
+    diracs = [i for i in support if laws[i].n_atoms == 1]
     rich = [i for i in support if i not in diracs]
     shared: list[tuple[float, ...]] = []
     if rich:
         common = None
         for i in rich:
-            atoms = {_key(r) for r in S[i]}
+            atoms = {_key(r) for r in laws[i].atoms}
             common = atoms if common is None else common & atoms
         shared = sorted(common or ())
     nu: list[tuple[tuple[float, ...], int]]
@@ -145,67 +163,146 @@ def predicted_kernel_vector(samples: Any, c: Any, alpha: Any) -> KernelPredictio
         dirac_mass = 0
     nu_map = dict(nu)
     p_parts = []
-    for i, X in enumerate(S):
-        N = X.shape[0]
+    for i, law in enumerate(laws):
+        m = law.n_atoms
         ci = float(c[i])
         if i not in support:
-            p_parts.append(np.zeros(N))
+            p_parts.append(np.zeros(m))
         elif i in diracs:
-            p_parts.append(np.full(N, ci * dirac_mass))  # mu_i({x_i}) = 1
+            p_parts.append(np.full(m, ci * dirac_mass))  # mu_i({x_i}) = 1
         else:
-            keys = [_key(r) for r in X]
-            counts: dict[tuple[float, ...], int] = {}
-            for k in keys:
-                counts[k] = counts.get(k, 0) + 1
-            # p_i(x) = c_i nu({x}) / mu_i({x}), mu_i({x}) = (multiplicity of x) / N
-            p_parts.append(np.array([ci * nu_map.get(k, 0) * N / counts[k] for k in keys]))
+            # p_i(x) = c_i nu({x}) / mu_i({x}), mu_i({x}) the atom's mass
+            p_parts.append(np.array([ci * nu_map.get(_key(r), 0) / mu for r, mu in zip(law.atoms, law.masses,
+                                                                                         strict=True)]))
     p = np.concatenate(p_parts)
     if not np.any(p):
         return None
-    return KernelPrediction(c, alpha_zero, tuple(nu), p, "decide null vector")
+    return KernelPrediction(c, alpha_zero, tuple(nu), p, "decide null vector", len(shared))
 
 
-def _dirac_relation(samples: list[np.ndarray]) -> tuple[Fraction, ...] | None:
+def _dirac_relation(laws: list[Empirical]) -> tuple[Fraction, ...] | None:
     """A c supported on the single-Dirac samples with sum c_i x_i = 0 (exact), if any."""
-    idx = [i for i, X in enumerate(samples) if np.all(X == X[0])]
+    idx = [i for i, law in enumerate(laws) if law.n_atoms == 1]
     if len(idx) < 2:
         return None
-    d = samples[0].shape[1]
-    A = sp.Matrix(d, len(idx), lambda k, r: sp.Rational(to_fraction(float(samples[idx[r]][0, k]))))
+    d = laws[0].dim
+    A = sp.Matrix(d, len(idx), lambda k, r: sp.Rational(to_fraction(float(laws[idx[r]].atoms[0, k]))))
     basis = A.nullspace()  # d x n_dirac with rational entries: sympy is instant at this size
     if not basis:
         return None
     col = [Fraction(int(v.p), int(v.q)) for v in basis[0]]
-    c = [Fraction(0)] * len(samples)
+    c = [Fraction(0)] * len(laws)
     for r, i in enumerate(idx):
         c[i] = col[r]
     return tuple(c)
 
 
-def kernel_residual(samples: Any, heads: Heads, p: Any, F: np.ndarray | None = None) -> float:
-    r"""Relative size of :math:`G[p]` over all heads.
+def kernel_residual(samples: Any, heads: Heads, p: Any, F: np.ndarray | None = None,
+                    norm: float | None = None) -> float:
+    r"""Relative size of :math:`G[p]` over all heads, for ``p`` on the distinct atoms.
 
     .. math::
 
-        G[p](Q_h, b_h) = \sum_{i,j} w_{ij}\, p_i(x_{ij})\, \phi_i(x_{ij}; Q_h, b_h)^T
+        G[p](Q_h, b_h) = \sum_{i,a} m_{ia}\, p_i(x_{ia})\, \phi_i(x_{ia}; Q_h, b_h)^T
                        = \sqrt H\, (F^T u)_h, \qquad u = W^{1/2} p,
 
     returned as :math:`\|F^T u\| / (\|F\|_2 \|u\|)`, the square root of the Rayleigh
     quotient of :math:`u` relative to :math:`\lambda_{\max}` (0 for an exact kernel vector).
+    ``norm``, when given, is :math:`\|F\|_2 = \sqrt{\lambda_{\max}}` (from a
+    :class:`~ntkcheck.gram.GramResult` of the same ``F``), saving an SVD.
     """
-    S = as_samples(samples)
-    heads = _as_heads(heads, S[0].shape[1])
+    laws = as_laws(samples)
+    heads = _as_heads(heads, laws[0].dim)
     if F is None:
-        F = attention_features(S, heads)
-    w = np.concatenate([np.full(X.shape[0], 1.0 / X.shape[0]) for X in S])
-    u = np.sqrt(w) * np.asarray(p, dtype=np.float64)
+        F = _features(laws, heads)
+    w = np.concatenate([law.masses for law in laws])
+    pv = np.asarray(p, dtype=np.float64).reshape(-1)
+    if pv.shape[0] != w.shape[0]:
+        raise InputError(f"kernel_residual: p has {pv.shape[0]} entries, the samples have {w.shape[0]} distinct atoms")
+    u = np.sqrt(w) * pv
     nu_ = np.linalg.norm(u)
     if nu_ == 0:
-        raise InputError("kernel_residual: p is zero on every token slot")
-    fn = np.linalg.norm(F, 2)
+        raise InputError("kernel_residual: p is zero on every atom")
+    fn = np.linalg.norm(F, 2) if norm is None else norm
     if fn == 0:
         return 0.0  # every feature vanishes (all tokens at the origin): G is the zero map
     return float(np.linalg.norm(F.T @ u) / (fn * nu_))
+
+
+def subspace_residual(F: np.ndarray, basis: np.ndarray, norm: float | None = None) -> float:
+    r"""Largest relative residual over a subspace in Gram coordinates:
+    :math:`\max_{q \in \mathrm{span}(B)} \|F^T q\| / (\|F\|_2 \|q\|) = \|F^T U\|_2 / \|F\|_2`
+    with ``U`` an orthonormal basis of the span of ``basis`` (M, k); ``norm`` as in
+    :func:`kernel_residual`."""
+    fn = np.linalg.norm(F, 2) if norm is None else norm
+    if fn == 0 or basis.shape[1] == 0:
+        return 0.0
+    U, _ = np.linalg.qr(basis)
+    return float(np.linalg.norm(F.T @ U, 2) / fn)
+
+
+@dataclass(frozen=True)
+class KernelComparison:
+    r"""The kernel of the Gram: dimension predicted from the dependence structure beside the
+    number of eigenvalues observed at the rounding floor.
+
+    Attributes
+    ----------
+    predicted : int
+        :attr:`~ntkcheck.structure.DependenceStructure.predicted_kernel` (per output
+        coordinate); a lower bound unless ``exact``.
+    exact : bool
+    observed : int or None
+        Eigenvalues at or below ``floor`` (:attr:`~ntkcheck.gram.GramResult.kernel_observed`).
+    floor : float
+        The rounding floor, relative to :math:`\lambda_{\max}`.
+    next_relative : float or None
+        The smallest eigenvalue above the floor, relative to :math:`\lambda_{\max}`.
+    residual : float or None
+        :func:`subspace_residual` of the predicted kernel (None when it is empty or not built).
+    status : str
+        ``"equal"``, ``"observed larger"`` (finite heads see a larger kernel than the theory
+        predicts for :math:`\rho`: add heads), ``"observed smaller"`` (a contradiction), or
+        ``"unknown"`` (the prediction is only a lower bound, or the spectrum was not kept).
+    """
+
+    predicted: int
+    exact: bool
+    observed: int | None
+    floor: float
+    next_relative: float | None
+    residual: float | None
+    status: str
+
+    @classmethod
+    def of(cls, structure: DependenceStructure, g: GramResult, residual: float | None) -> KernelComparison:
+        obs = g.kernel_observed
+        k = structure.predicted_kernel
+        if obs is None:
+            status = "unknown"
+        elif obs < k:
+            status = "observed smaller"
+        elif not structure.exact:
+            status = "unknown"
+        elif obs == k:
+            status = "equal"
+        else:
+            status = "observed larger"
+        return cls(k, structure.exact, obs, g.resolution, g.next_relative_eigenvalue, residual, status)
+
+    def sentence(self) -> str:
+        pred = f"{self.predicted}" + ("" if self.exact else " (at least: further dependencies not excluded)")
+        obs = ("not computed (spectrum not kept)" if self.observed is None else
+               f"{self.observed} eigenvalue{'s' if self.observed != 1 else ''} at the rounding floor "
+               f"(relative <= {self.floor:.0e})")
+        nxt = "" if self.next_relative is None else f"; next eigenvalue {self.next_relative:.3g} relative"
+        res = "" if self.residual is None else f"; predicted kernel annihilated to {self.residual:.2g}"
+        return f"predicted {pred}, observed {obs}{nxt}{res} [{self.status}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"predicted": self.predicted, "exact": self.exact, "observed": self.observed, "floor": self.floor,
+                "next_relative": self.next_relative, "residual": self.residual, "status": self.status,
+                "sentence": self.sentence()}
 
 
 @dataclass(frozen=True)
@@ -217,13 +314,13 @@ class CrosscheckResult:
     weak : Decision
         ``decide(samples, property="weak")``.
     gram : GramResult or None
-        None when a measure is a non-empirical family (no token slots).
+        None when a measure is a non-empirical family (no atoms).
     statement : str
         ``"sufficiency"`` (independent), ``"necessity"`` (dependent with overlap),
         ``"no prediction"`` (dependent without overlap, or inconclusive verdict),
         ``"not applicable"`` (non-compact family).
     overlap : str
-        What was found: ``"none"``, ``"1 shared atom"``, ``"2 shared atoms"``, ``"n > d Diracs"``, ...
+        What was found: ``"none"``, ``"1 shared atom"``, ``"10 shared atoms"``, ``"n > d Diracs"``, ...
     prediction : KernelPrediction or None
     kernel_residual : float or None
         :func:`kernel_residual` of the predicted kernel vector.
@@ -231,6 +328,11 @@ class CrosscheckResult:
         ``"agrees"``, ``"disagrees"``, ``"inconclusive"``, ``"no prediction"``, ``"not applicable"``.
     message : str
         One readable sentence.
+    structure : DependenceStructure or None
+        The named dependence structures (duplicates, translates, products, Diracs) and the
+        kernel dimension they predict.
+    kernel : KernelComparison or None
+        Predicted and observed kernel dimensions, side by side.
     """
 
     weak: Any
@@ -242,6 +344,8 @@ class CrosscheckResult:
     agreement: str
     message: str
     non_compact: tuple[int, ...] = field(default=())
+    structure: DependenceStructure | None = None
+    kernel: KernelComparison | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -254,18 +358,33 @@ class CrosscheckResult:
             "agreement": self.agreement,
             "message": self.message,
             "non_compact": list(self.non_compact),
+            "structure": None if self.structure is None else self.structure.to_dict(),
+            "kernel": None if self.kernel is None else self.kernel.to_dict(),
         }
 
     def __repr__(self) -> str:
         g = "no Gram" if self.gram is None else f"Gram {self.gram.status} (relative lambda_min {self.gram.relative_lambda_min:.3g})"
+        k = "" if self.kernel is None else f"; kernel {self.kernel.sentence()}"
         return (f"CrosscheckResult({self.weak.verdict.value}; {self.statement}; overlap: {self.overlap}; {g}; "
-                f"{self.agreement}: {self.message})")
+                f"{self.agreement}: {self.message}{k})")
 
 
 def _overlap_label(pred: KernelPrediction) -> str:
     if not pred.nu:
         return "n > d Diracs (sum c_i x_i = 0)"
-    return f"{len(pred.nu)} shared atom{'s' if len(pred.nu) > 1 else ''}"
+    return f"{pred.shared} shared atom{'s' if pred.shared != 1 else ''}"
+
+
+def _inputs(samples: Any) -> list[Any]:
+    """Laws (:func:`~ntkcheck.families.as_laws`, once), or the measures as given when a
+    closed-form family is among them (then there is no Gram)."""
+    items = [samples] if isinstance(samples, Family) else samples
+    if isinstance(items, (list, tuple)) and any(isinstance(m, Family) and not isinstance(m, Empirical)
+                                                for m in items):
+        from .decide import as_measures
+
+        return as_measures(items)
+    return as_laws(samples)
 
 
 def crosscheck(
@@ -274,19 +393,29 @@ def crosscheck(
     *,
     weak: Any = None,
     gram_result: GramResult | None = None,
+    structure: DependenceStructure | None = None,
     certify: bool = True,
     progress: bool = False,
 ) -> CrosscheckResult:
     r"""Decide weak independence, compute the Gram, and check seed 003 Prop. 8 against it.
 
+    Besides the seed's statement (sufficiency, or necessity under the overlap condition
+    (34)), the dependence structure of the samples (:mod:`ntkcheck.structure`: duplicates,
+    translates, products, Diracs) predicts the exact dimension of the kernel of the NTK
+    map; it is compared with the number of Gram eigenvalues at the rounding floor, and the
+    predicted kernel is checked to be annihilated by the features (:func:`subspace_residual`).
+
     Parameters
     ----------
-    samples : list of (N_i, d) float arrays (or families: then only the verdict is reported)
+    samples : list of Empirical or (N_i, d) float arrays (or families: then only the verdict is reported)
+        Arrays are turned into laws once (:func:`~ntkcheck.families.as_laws`).
     heads : Heads
     weak : Decision, optional
         A precomputed ``decide(samples, property="weak")`` (the screen reuses it).
     gram_result : GramResult, optional
         A precomputed :func:`~ntkcheck.gram.gram` for the same samples and heads.
+    structure : DependenceStructure, optional
+        A precomputed :func:`~ntkcheck.structure.dependence_structure` of the same samples.
     certify : bool
         Passed to :func:`~ntkcheck.gram.gram` when the verdict is independent (Arb
         certificate when float64 cannot establish positivity, small problems only).
@@ -295,18 +424,24 @@ def crosscheck(
     -------
     CrosscheckResult
 
+    References
+    ----------
+    Seed 003 (A Mean-Field Theory of Transformers) Prop. 5, Prop. 8 and condition (34);
+    ``theory/ntk-prop8.md``.
+
     Examples
     --------
     >>> import numpy as np
     >>> from ntkcheck.gram import init_heads
     >>> z, u, v = np.zeros(2), np.array([1.0, 0.0]), np.array([0.0, 1.0])
     >>> S = [np.array([z, u]), np.array([z, v]), np.array([z, u, v, u + v])]
-    >>> crosscheck(S, init_heads(16, 2)).agreement
-    'agrees'
+    >>> r = crosscheck(S, init_heads(16, 2))
+    >>> r.agreement, r.kernel.predicted, r.kernel.observed
+    ('agrees', 1, 1)
     """
-    from .decide import as_measures, decide
+    from .decide import decide
 
-    measures = as_measures(samples)
+    measures = _inputs(samples)
     non_compact = tuple(i for i, m in enumerate(measures) if not m.compact)
     if weak is None:
         weak = decide(measures, property="weak")
@@ -314,60 +449,97 @@ def crosscheck(
     if non_compact:
         return CrosscheckResult(weak, None, "not applicable", "n/a", None, None, "not applicable",
                                 f"measures {list(non_compact)} have non-compact support: the NTK equivalence of "
-                                "seed 003 Prop. 8 does not apply (MATH.md section 3); the CGF verdict stands alone",
+                                "seed 003 Prop. 8 does not apply (theory/ntk-prop8.md); the CGF verdict stands alone",
                                 non_compact)
     if not all(isinstance(m, Empirical) for m in measures):
         return CrosscheckResult(weak, None, "sufficiency" if verdict == "independent" else "no prediction", "n/a",
                                 None, None, "not applicable",
-                                "closed-form compact families have no token slots: pass token samples drawn from "
+                                "closed-form compact families have no atoms: pass token samples drawn from "
                                 "them to compute a Gram")
-    S = [m.atoms for m in measures]
-    heads = _as_heads(heads, S[0].shape[1])
+    laws: list[Empirical] = list(measures)
+    heads = _as_heads(heads, laws[0].dim)
     # certify only where positivity is the prediction: a singular Gram never certifies
-    g = gram_result if gram_result is not None else gram(S, heads, certify=certify and weak.independent,
+    g = gram_result if gram_result is not None else gram(laws, heads, certify=certify and weak.independent,
                                                          progress=progress)
+    st = structure if structure is not None else dependence_structure(laws, weak=weak)
+    F: np.ndarray | None = None
+    sub_res: float | None = None
+    if st.kernel_basis is not None:
+        F = _features(laws, heads)
+        sub_res = subspace_residual(F, st.kernel_basis, np.sqrt(g.lambda_max))
+    kc = KernelComparison.of(st, g, sub_res)
+    named = st.lines()
+    what = (f" ({'; '.join(named[:2])}{'; ...' if len(named) > 2 else ''})" if named else "")
+
+    def result(statement: str, overlap: str, pred: KernelPrediction | None, res: float | None, agreement: str,
+               message: str) -> CrosscheckResult:
+        if kc.status == "observed smaller" or (sub_res is not None and sub_res > KERNEL_RTOL):
+            agreement = "disagrees"
+            message += (" The predicted kernel is not annihilated or not seen: the Gram contradicts the structure "
+                        "found.")
+        return CrosscheckResult(weak, g, statement, overlap, pred, res, agreement, message, (), st, kc)
+
     rel = g.relative_lambda_min
     if verdict == "independent":
         if g.rank_deficient_by_size:
-            return CrosscheckResult(weak, g, "sufficiency", "not needed", None, None, "inconclusive",
-                                    "Prop. 8 predicts a positive Gram, but H d < M makes the finite-head Gram "
-                                    "singular by rank: add heads")
+            return result("sufficiency", "not needed", None, None, "inconclusive",
+                          "Prop. 8 predicts a positive Gram, but H d < M makes the finite-head Gram "
+                          "singular by rank: add heads.")
         if g.positive:
-            how = "certified in Arb" if (g.certified is not None and g.certified.positive) else "float64"
-            return CrosscheckResult(weak, g, "sufficiency", "not needed", None, None, "agrees",
-                                    f"independent CGFs => injective NTK (Prop. 8); Gram positive ({how}, "
-                                    f"relative lambda_min {rel:.3g})")
+            how = (f"certified in Arb: lambda_min >= {g.certified.lower_bound:.3g}" if g.certified_positive and g.certified
+                   else "float64 only, not certified")
+            return result("sufficiency", "not needed", None, None, "agrees",
+                          f"independent CGFs => injective NTK (Prop. 8); Gram positive ({how}, "
+                          f"relative lambda_min {rel:.3g}).")
         if rel < RESOLUTION_EIGH / 1000 and g.status == "below resolution":
-            return CrosscheckResult(weak, g, "sufficiency", "not needed", None, None, "disagrees",
-                                    f"independent CGFs but the Gram is singular to working precision (relative "
-                                    f"lambda_min {rel:.3g}); with finitely many heads Prop. 8 does not strictly "
-                                    "apply: add heads or raise the Q, b scales")
-        return CrosscheckResult(weak, g, "sufficiency", "not needed", None, None, "inconclusive",
-                                f"independent CGFs; the Gram's relative lambda_min {rel:.3g} is below {POSITIVE_REL:g} "
-                                "and was not certified: positivity is not claimed")
+            return result("sufficiency", "not needed", None, None, "disagrees",
+                          f"independent CGFs but the Gram is singular to working precision (relative "
+                          f"lambda_min {rel:.3g}); with finitely many heads Prop. 8 does not strictly "
+                          "apply: add heads or raise the Q, b scales.")
+        return result("sufficiency", "not needed", None, None, "inconclusive",
+                      f"independent CGFs; the Gram's relative lambda_min {rel:.3g} is below {POSITIVE_REL:g} "
+                      "and was not certified: positivity is not claimed.")
     if verdict != "dependent":
-        return CrosscheckResult(weak, g, "no prediction", "n/a", None, None, "no prediction",
-                                f"CGF verdict inconclusive: Prop. 8 makes no prediction; Gram {g.status} "
-                                f"(relative lambda_min {rel:.3g})")
-    alpha = weak.affine[0] if weak.affine is not None else (1,)
-    pred = predicted_kernel_vector(S, weak.null_vector, alpha)
+        return result("no prediction", "n/a", None, None, "no prediction",
+                      f"CGF verdict inconclusive: Prop. 8 makes no prediction; Gram {g.status} "
+                      f"(relative lambda_min {rel:.3g}).")
+    pred = _overlap_prediction(laws, weak, st)
     if pred is None:
-        c2 = _dirac_relation(S)
-        if c2 is not None:
-            pred = predicted_kernel_vector(S, c2, (0,) * S[0].shape[1])
-            if pred is not None:
-                pred = KernelPrediction(pred.c, True, pred.nu, pred.p, "Dirac relation sum c_i x_i = 0")
-    if pred is None:
-        return CrosscheckResult(weak, g, "no prediction", "none", None, None, "no prediction",
-                                "dependent CGFs without overlap (condition (34) fails): Prop. 8 predicts nothing; "
-                                f"Gram {g.status} (relative lambda_min {rel:.3g})")
-    res = kernel_residual(S, heads, pred.p)
+        injective = (kc.status == "equal" and kc.predicted == 0)
+        extra = (f"; the kernel count predicts an injective NTK and the Gram is {g.status}" if injective else "")
+        return result("no prediction", "none", None, None, "no prediction",
+                      f"dependent CGFs{what} without overlap (condition (34) fails): Prop. 8 predicts nothing"
+                      f"{extra} (relative lambda_min {rel:.3g}).")
+    if F is None:
+        F = _features(laws, heads)
+    res = kernel_residual(laws, heads, pred.p, F, np.sqrt(g.lambda_max))
     label = _overlap_label(pred)
     if res <= KERNEL_RTOL:
-        return CrosscheckResult(weak, g, "necessity", label, pred, res, "agrees",
-                                f"dependent CGFs with overlap ({label}) => predicted kernel vector p_i = c_i dnu/dmu_i "
-                                f"is annihilated (relative residual {res:.2g}); Gram singular")
-    return CrosscheckResult(weak, g, "necessity", label, pred, res, "disagrees",
-                            f"dependent CGFs with overlap ({label}) but G[p] != 0 (relative residual {res:.3g} > "
-                            f"{KERNEL_RTOL:g}): the predicted kernel vector is not annihilated")
+        return result("necessity", label, pred, res, "agrees",
+                      f"dependent CGFs{what} with overlap ({label}) => predicted kernel vector p_i = c_i dnu/dmu_i "
+                      f"is annihilated (relative residual {res:.2g}); Gram singular.")
+    return result("necessity", label, pred, res, "disagrees",
+                  f"dependent CGFs{what} with overlap ({label}) but G[p] != 0 (relative residual {res:.3g} > "
+                  f"{KERNEL_RTOL:g}): the predicted kernel vector is not annihilated.")
 
+
+def _overlap_prediction(laws: list[Empirical], weak: Any, st: DependenceStructure) -> KernelPrediction | None:
+    """The condition-(34) kernel vector: from the decide null vector, else from the first
+    structure that has overlap, else from a Dirac relation."""
+    if weak.null_vector is not None:
+        alpha = weak.affine[0] if weak.affine is not None else (1,)
+        pred = _predicted(laws, weak.null_vector, alpha)
+        if pred is not None:
+            return pred
+    for r in st.relations:
+        if r.kind in ("dirac",):
+            continue
+        pred = _predicted(laws, r.c, r.alpha)
+        if pred is not None:
+            return KernelPrediction(pred.c, pred.alpha_zero, pred.nu, pred.p, f"{r.kind}: {r.sentence}", pred.shared)
+    c2 = _dirac_relation(laws)
+    if c2 is not None:
+        pred = _predicted(laws, c2, (0,) * laws[0].dim)
+        if pred is not None:
+            return KernelPrediction(pred.c, True, pred.nu, pred.p, "Dirac relation sum c_i x_i = 0", pred.shared)
+    return None

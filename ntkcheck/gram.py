@@ -1,27 +1,37 @@
 r"""The attention NTK at FixUp initialisation: features, the assembled Gram matrix, its spectrum.
 
 At FixUp (:math:`V = 0` on every head) the flow map is the identity and only the
-:math:`V`-derivatives of the attention survive. With the feature
+:math:`V`-derivatives of the attention survive. The NTK acts on
+:math:`\bigoplus_i L^2(\mu_i)`, and a sample is its empirical law
+:math:`\mu_i = \sum_a m_{ia}\,\delta_{x_{ia}}` over its **distinct atoms** :math:`x_{ia}`
+with masses :math:`m_{ia}` (:class:`~ntkcheck.families.Empirical`; a token repeated
+``c`` times in a sample of ``N`` tokens is one atom of mass ``c/N``: two copies of a token
+are one point of :math:`L^2(\mu_i)`). With the feature
 
 .. math::
 
     \phi_i(x; Q, b) = \nabla\Lambda_i(Qx + b)
-        = \sum_k \pi_k\, x_{ik}, \qquad
-    \pi_k \propto \exp\langle Qx + b, x_{ik}\rangle
+        = \sum_a \pi_a\, x_{ia}, \qquad
+    \pi_a \propto m_{ia}\exp\langle Qx + b, x_{ia}\rangle
 
-(the softmax-weighted mean of sample :math:`i`'s tokens, scores max-shifted), token slots
-:math:`(i, j)` with weights :math:`w_{ij} = 1/N_i`, and :math:`H` heads
+(the softmax-weighted mean of sample :math:`i`'s atoms, scores max-shifted), rows indexed by
+the atoms :math:`(i, a)` with weights :math:`w_{ia} = m_{ia}`, and :math:`H` heads
 :math:`(Q_h, b_h)`, the NTK Gram matrix (one copy per output coordinate) is
 
 .. math::
 
     W^{1/2} K W^{1/2} = F F^T, \qquad
-    F_{(i,j),\,(h,:)} = \sqrt{w_{ij}/H}\; \phi_i(x_{ij}; Q_h, b_h),
+    F_{(i,a),\,(h,:)} = \sqrt{m_{ia}/H}\; \phi_i(x_{ia}; Q_h, b_h),
 
-a matrix of shape ``(M, H d)``, ``M = sum_i N_i``. Its smallest eigenvalue is the
-:math:`\lambda_{\min}(\rho)` of the NTK quadratic form restricted to the finite heads.
+a matrix of shape ``(M, H d)``, ``M = sum_i (distinct atoms of sample i)``. Its smallest
+eigenvalue is the :math:`\lambda_{\min}(\rho)` of the NTK quadratic form restricted to the
+finite heads. The token-slot assembly (one row per token, weight ``1/N_i``) is
+:math:`P\,F F^T P^T` with ``P`` the isometry that copies an atom's value to its slots
+scaled by :math:`1/\sqrt{c}`: the same non-zero spectrum, plus one spurious zero eigenvalue
+per repeated copy (the functions that differ between copies of one point are the zero
+function of :math:`L^2(\mu_i)`).
 
-Spectrum (measured in ``benchmarks/bench_gram.py``, MATH.md section 6): the SVD of ``F``
+Spectrum (measured in ``benchmarks/bench_gram.py``): the SVD of ``F``
 resolves relative eigenvalues down to ~1e-28 but is 4-7x slower than ``eigvalsh`` of the
 formed ``F F^T``, which cannot resolve relative eigenvalues below ~1e-13. ``method="auto"``
 therefore forms ``F F^T`` and calls ``eigvalsh`` (or, when the full spectrum is not wanted,
@@ -32,7 +42,7 @@ floor). Positivity is never claimed from a float64 number below ``1e-12`` relati
 needs ``certify=True`` (Arb ball arithmetic, small problems only).
 
 References: seed 003 section 3.1-3.2, Prop. 5 (positivity of the NTK <=> injectivity of
-``G``); MATH.md section 3 ("Finite tokens, finite heads").
+``G``); ``theory/ntk-prop8.md`` ("The finite-token Gram matrix").
 """
 
 from __future__ import annotations
@@ -45,12 +55,13 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.linalg as sla
-from flint import arb, arb_mat, ctx
+from flint import arb, arb_mat, ctx, fmpq
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 from tqdm.auto import tqdm
 
-from ._validate import as_samples, check_score_range
+from ._validate import check_score_range
 from .errors import InputError, NtkcheckWarning, PrecisionError
+from .families import Empirical, as_laws
 
 __all__ = [
     "Heads",
@@ -61,19 +72,21 @@ __all__ = [
     "gram",
     "gram_matrix_arb",
     "certify_lambda_min",
+    "SampleSize",
+    "merge_note",
     "RESOLUTION_EIGH",
     "RESOLUTION_SVD",
     "POSITIVE_REL",
 ]
 
 #: relative lambda_min below which the eigvalsh of the formed Gram is not trusted
-#: (its floor is ~1e-13, MATH.md section 6; a factor 1000 of margin).
+#: (its floor is ~1e-13, measured in benchmarks/bench_gram.py; a factor 1000 of margin).
 RESOLUTION_EIGH = 1e-10
 #: relative lambda_min below which even the SVD of F (errors ~ (eps ||F||)^2) says nothing.
 RESOLUTION_SVD = 1e-26
 #: relative lambda_min above which float64 alone may report "positive" (the issue's standard).
 POSITIVE_REL = 1e-12
-#: full spectrum returned up to this many token slots.
+#: full spectrum returned up to this many distinct atoms (rows of the Gram).
 MAX_EIGENVALUES = 4096
 #: default workspace of one feature tile, in float64 entries (1 MiB: stays in the L2 cache).
 DEFAULT_CHUNK = 1 << 17
@@ -87,7 +100,7 @@ _SERIAL_GEMM = 1 << 18
 _GRAM_BLOCK = 1 << 25
 #: the SVD fallback is attempted only if F fits in this many bytes.
 SVD_MEMORY_LIMIT = 4 << 30
-#: certification is attempted only up to this many token slots (Arb, Python-level exps).
+#: certification is attempted only up to this many distinct atoms (Arb, Python-level exps).
 MAX_CERTIFY_TOKENS = 256
 
 
@@ -200,20 +213,41 @@ def _as_heads(heads: Any, d: int) -> Heads:
 # ---------------------------------------------------------------------------- features
 
 
-def _length_groups(samples: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Samples of equal length stacked: ``(X, rows)`` with ``X`` of shape (g, N, d) and ``rows``
-    the (g N,) row indices of their slots in ``F`` (sample order)."""
-    sizes = np.array([s.shape[0] for s in samples])
+@dataclass(frozen=True, eq=False)
+class _Group:
+    r"""Laws with the same number of distinct atoms ``N``, stacked.
+
+    ``X`` (g, N, d) atoms, ``scale`` (g, N) the row weights :math:`\sqrt{m_{ia}/H}`, ``masses``
+    (g, N) the masses or None when every law of the group has equal masses (then they
+    cancel in the softmax), ``rows`` the (g N,) row indices of the atoms in ``F``.
+    """
+
+    X: np.ndarray
+    scale: np.ndarray
+    masses: np.ndarray | None
+    rows: np.ndarray
+
+
+def _groups(laws: Sequence[Empirical], H: int) -> list[_Group]:
+    """Laws grouped by atom count (one stacked product per group), rows in law order."""
+    sizes = np.array([law.n_atoms for law in laws])
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     by_len: dict[int, list[int]] = {}
     for i, n in enumerate(sizes.tolist()):
         by_len.setdefault(n, []).append(i)
-    groups = []
+    out = []
     for idx in by_len.values():
-        X = np.stack([samples[i] for i in idx])
+        X = np.stack([laws[i].atoms for i in idx])
+        m = np.stack([laws[i].masses for i in idx])
+        uniform = all(len(set(laws[i].weights)) == 1 for i in idx)
         rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in idx])
-        groups.append((X, rows))
-    return groups
+        out.append(_Group(X, np.sqrt(m / H), None if uniform else m, rows))
+    return out
+
+
+def _atom_count(laws: Sequence[Empirical]) -> int:
+    """``M``: the rows of the Gram, one per distinct atom of each sample."""
+    return int(sum(law.n_atoms for law in laws))
 
 
 def _tile_shape(N: int, d: int, width: int, g_all: int, chunk: int) -> tuple[int, int]:
@@ -229,17 +263,19 @@ def _tile_shape(N: int, d: int, width: int, g_all: int, chunk: int) -> tuple[int
     return c, g
 
 
-def _attend(X: np.ndarray, Xa: np.ndarray, Qa: np.ndarray, bound: np.ndarray, scale: float,
-            out: np.ndarray, chunk: int, bar: Any) -> None:
-    r"""Write the scaled features of the samples ``X`` (g_all, N, d) for ``C`` heads into ``out``.
+def _attend(X: np.ndarray, Xa: np.ndarray, Qa: np.ndarray, bound: np.ndarray, scale: np.ndarray,
+            masses: np.ndarray | None, out: np.ndarray, chunk: int, bar: Any) -> None:
+    r"""Write the scaled features of the laws with atoms ``X`` (g_all, N, d) for ``C`` heads into ``out``.
 
     ``Xa`` is ``X`` with a column of ones appended (g_all, N, d + 1), ``Qa`` (d + 1, C d) holds
     :math:`Q_h^T` side by side over a last row of biases (so one product gives
     :math:`Q_h x + b_h`), ``bound`` (C,) bounds the scores' :math:`|\langle Q_h x + b_h, y\rangle|`,
-    and ``out`` is a C-contiguous (g_all N, C d) array, written once.
+    ``scale`` (g_all, N) the row weights :math:`\sqrt{m_{ia}/H}`, ``masses`` (g_all, N) the
+    atom masses entering the softmax (None: equal within each law, they cancel), and
+    ``out`` is a C-contiguous (g_all N, C d) array, written once.
 
-    Per tile of ``g`` samples and ``c`` heads, all in a workspace of at most ``chunk``
-    floats (cache-resident): one product per sample each for the queries, the scores and
+    Per tile of ``g`` laws and ``c`` heads, all in a workspace of at most ``chunk``
+    floats (cache-resident): one product per law each for the queries, the scores and
     the softmax means, the exponentials and the normalisation in place.
     """
     g_all, N, d = X.shape
@@ -250,6 +286,10 @@ def _attend(X: np.ndarray, Xa: np.ndarray, Qa: np.ndarray, bound: np.ndarray, sc
     wa = np.empty(g * N * c * d)
     ws = np.empty(g * N * N * c)
     wn = np.empty(g * N * c)
+    # A law's query product beyond the one-thread bound (large d) runs threaded anyway: then
+    # one 2-D product per tile beats numpy's stacked matmul, one small gemm per law (~2-3x at
+    # d = 384, N = 32); below the bound the stacked single-thread products are faster.
+    wide = N * (d + 1) * d > _SERIAL_GEMM
     for j0 in range(0, C, c):
         j1 = min(C, j0 + c)
         cj = j1 - j0
@@ -261,15 +301,21 @@ def _attend(X: np.ndarray, Xa: np.ndarray, Qa: np.ndarray, bound: np.ndarray, sc
             t1 = min(g_all, t0 + g)
             gt = t1 - t0
             Xt = X[t0:t1]
-            A = np.matmul(Xa[t0:t1], Qj, out=wa[:gt * N * cj * d].reshape(gt, N, cj * d))
+            if wide:
+                A = np.matmul(Xa[t0:t1].reshape(gt * N, d + 1), Qj, out=wa[:gt * N * cj * d].reshape(gt * N, cj * d))
+            else:
+                A = np.matmul(Xa[t0:t1], Qj, out=wa[:gt * N * cj * d].reshape(gt, N, cj * d))
             A = A.reshape(gt, N * cj, d)  # rows (j, h): the query Q_h x_j + b_h
             S = np.matmul(Xt, A.transpose(0, 2, 1), out=ws[:gt * N * N * cj].reshape(gt, N, N * cj))
             if shift:
                 S -= S.max(axis=1, keepdims=True)
             np.exp(S, out=S)  # S[t, k, (j, h)] = exp <Q_h x_tj + b_h, x_tk> (shifted)
+            if masses is not None:
+                S *= masses[t0:t1, :, None]  # pi_k proportional to m_k exp(score_k)
             s = np.sum(S, axis=1, keepdims=True, out=wn[:gt * N * cj].reshape(gt, 1, N * cj))
-            np.divide(scale, s, out=s)
-            S *= s  # softmax weights times sqrt(w / H)
+            # row weight sqrt(m_j / H) of the column (j, h), over the softmax normaliser
+            np.divide(np.repeat(scale[t0:t1], cj, axis=1).reshape(gt, 1, N * cj), s, out=s)
+            S *= s
             if cj == C:
                 np.matmul(S.transpose(0, 2, 1), Xt, out=out4[t0:t1].reshape(gt, N * C, d))
             else:
@@ -278,102 +324,118 @@ def _attend(X: np.ndarray, Xa: np.ndarray, Qa: np.ndarray, bound: np.ndarray, sc
             bar.update(gt * N * cj)
 
 
-def _feature_columns(groups: list[tuple[np.ndarray, np.ndarray]], heads: Heads, h0: int, h1: int,
+def _feature_columns(groups: list[_Group], heads: Heads, h0: int, h1: int,
                      out: np.ndarray, chunk: int, bar: Any) -> None:
     """Columns ``h0 d : h1 d`` of ``F`` into the C-contiguous (M, (h1 - h0) d) array ``out``."""
-    H, d = heads.count, heads.dim
+    d = heads.dim
     C = h1 - h0
     Qa = np.empty((d + 1, C * d))
     Qa[:d] = heads.Q[h0:h1].reshape(C * d, d).T
     Qa[d] = heads.b[h0:h1].reshape(C * d)
     qnorm = np.linalg.norm(heads.Q[h0:h1].reshape(C, -1), axis=1)  # Frobenius >= operator norm
     bnorm = np.linalg.norm(heads.b[h0:h1], axis=1)
-    for X, rows in groups:
+    for grp in groups:
+        X, rows = grp.X, grp.rows
         g_all, N, _ = X.shape
         Xa = np.concatenate([X, np.ones((g_all, N, 1))], axis=2)
         R = float(np.sqrt(np.max(np.einsum("gnd,gnd->gn", X, X))))
         bound = (qnorm * R + bnorm) * R  # |<Q x + b, y>| <= (|Q|_F |x| + |b|) |y|
-        scale = math.sqrt(1.0 / (N * H))
         r0 = int(rows[0])
-        if rows[-1] - r0 + 1 == rows.size:  # contiguous slots: write in place
-            _attend(X, Xa, Qa, bound, scale, out[r0:r0 + rows.size], chunk, bar)
+        if rows[-1] - r0 + 1 == rows.size:  # contiguous rows: write in place
+            _attend(X, Xa, Qa, bound, grp.scale, grp.masses, out[r0:r0 + rows.size], chunk, bar)
             continue
-        # Interleaved lengths: go through a buffer of at most ~chunk entries, then scatter.
+        # Interleaved atom counts: go through a buffer of at most ~chunk entries, then scatter.
         gb = max(1, min(g_all, chunk // (N * C * d)))
         buf = np.empty((gb * N, C * d))
         for t0 in range(0, g_all, gb):
             t1 = min(g_all, t0 + gb)
             part = buf[:(t1 - t0) * N]
-            _attend(X[t0:t1], Xa[t0:t1], Qa, bound, scale, part, chunk, bar)
+            ms = None if grp.masses is None else grp.masses[t0:t1]
+            _attend(X[t0:t1], Xa[t0:t1], Qa, bound, grp.scale[t0:t1], ms, part, chunk, bar)
             out[rows[t0 * N:t1 * N]] = part
 
 
 def _progress(total: int, progress: bool) -> Any:
-    # Unit: one slot and one head (N exponentials); disabled for short runs and off a terminal.
-    return tqdm(total=total, desc="attention features", unit="slot-head", unit_scale=True,
+    # Unit: one atom and one head (N exponentials); disabled for short runs and off a terminal.
+    return tqdm(total=total, desc="attention features", unit="atom-head", unit_scale=True,
                 disable=True if (not progress or total < (1 << 22)) else None)
 
 
 def attention_features(
     samples: Any, heads: Heads, *, chunk: int = DEFAULT_CHUNK, progress: bool = False
 ) -> np.ndarray:
-    r"""The NTK feature matrix ``F`` with :math:`F F^T = W^{1/2} K W^{1/2}`.
+    r"""The NTK feature matrix ``F`` with :math:`F F^T = W^{1/2} K W^{1/2}`, on distinct atoms.
 
     .. math::
 
-        F_{(i,j),\,h d : (h+1) d} = \sqrt{w_{ij}/H}\;\nabla\Lambda_i(Q_h x_{ij} + b_h),
-        \qquad w_{ij} = 1/N_i .
+        F_{(i,a),\,h d : (h+1) d} = \sqrt{m_{ia}/H}\;\nabla\Lambda_i(Q_h x_{ia} + b_h),
+        \qquad \nabla\Lambda_i(y) = \frac{\sum_{a'} m_{ia'} e^{\langle y, x_{ia'}\rangle} x_{ia'}}
+                                       {\sum_{a'} m_{ia'} e^{\langle y, x_{ia'}\rangle}},
 
-    Computed in cache-resident tiles of ``g`` samples (of equal length ``N``) and ``c``
-    heads: per sample one product each for the queries :math:`Q_h x_{ij} + b_h` of all
-    ``c`` heads (``(N, d+1) x (d+1, c d)``, the bias as a last row), the scores
-    (``(N, d) x (d, N c)``) and the softmax means (``(N c, N) x (N, d)``), written straight
-    into ``F``; the exponentials and the normalisation run in place on the tile. The
-    per-sample products are kept small enough that OpenBLAS runs them on one thread (tiny
-    threaded products were measured 10-100x slower when the other core is busy).
-    Exponentials dominate the cost at small ``d`` (``M H N`` of them, MATH.md section 6),
-    the products at large ``d``. The scores are max-shifted whenever the a-priori bound
+    one row per distinct atom :math:`x_{ia}` of each law, with its mass :math:`m_{ia}`
+    (``1/N_i`` per token, summed over repeats). Computed in cache-resident tiles of ``g``
+    laws (of equal atom count ``N``) and ``c`` heads: per law one product each for the
+    queries :math:`Q_h x_{ia} + b_h` of all ``c`` heads (``(N, d+1) x (d+1, c d)``, the bias
+    as a last row), the scores (``(N, d) x (d, N c)``) and the softmax means
+    (``(N c, N) x (N, d)``), written straight into ``F``; the exponentials, the masses and
+    the normalisation run in place on the tile. The per-law products are kept small
+    enough that OpenBLAS runs them on one thread (tiny threaded products were measured
+    10-100x slower when the other core is busy). Exponentials dominate the cost at small
+    ``d`` (``M H N`` of them), the products at large ``d``. The scores are max-shifted
+    whenever the a-priori bound
     :math:`|\langle Q_h x + b_h, y\rangle| \le (\|Q_h\|_F R + \|b_h\|) R`
     (``R`` the largest token norm) exceeds 200, so no exponential overflows or underflows
     to 0 for the largest term; below that bound the shift, an exact identity, is skipped.
 
     Parameters
     ----------
-    samples : list of (N_i, d) float arrays, or (n, N, d) array
-        Token sets; rows of ``F`` are the slots ``(i, j)`` in sample order.
+    samples : list of Empirical, list of (N_i, d) float arrays, or (n, N, d) array
+        The samples' laws (arrays are turned into laws once,
+        :func:`~ntkcheck.families.as_laws`); rows of ``F`` are the atoms ``(i, a)``, laws
+        in order, each law's atoms in its order (first appearance).
     heads : Heads
         ``H`` heads of dimension ``d``.
     chunk : int
         Workspace bound in float64 entries per tile. Memory: ``F`` itself
         (``8 M H d`` bytes) plus at most ``8 * max(chunk, N_max (N_max + d + 2))`` bytes of
-        tile workspace (queries, scores, denominators), plus, only when samples of different
-        lengths are interleaved, a scatter buffer of at most ``8 * max(chunk, N_max H d)``
-        bytes, plus the inputs stacked once per length with a column of ones
+        tile workspace (queries, scores, denominators), plus, only when laws of different
+        atom counts are interleaved, a scatter buffer of at most ``8 * max(chunk, N_max H d)``
+        bytes, plus the atoms stacked once per count with a column of ones
         (``8 M (2 d + 1)`` bytes) and the stacked heads (``8 (d + 1) H d`` bytes). The
         default, ``2^17`` entries (1 MiB), keeps a tile in the L2 cache.
     progress : bool
-        Progress bar over slot-heads (long runs only, and only on a terminal).
+        Progress bar over atom-heads (long runs only, and only on a terminal).
 
     Returns
     -------
     (M, H d) float array
+        ``M`` = total number of distinct atoms (summed over samples).
+
+    References
+    ----------
+    Seed 003 (A Mean-Field Theory of Transformers) section 3.1, Prop. 5;
+    ``theory/ntk-prop8.md``.
 
     Examples
     --------
     >>> import numpy as np
-    >>> F = attention_features([np.array([[0.0], [1.0]])], init_heads(3, 1))
-    >>> F.shape
+    >>> F = attention_features([np.array([[0.0], [1.0], [1.0]])], init_heads(3, 1))
+    >>> F.shape                          # two distinct atoms, masses 1/3 and 2/3
     (2, 3)
     """
-    S = as_samples(samples)
-    heads = _as_heads(heads, S[0].shape[1])
-    check_score_range(S, heads.Q, heads.b)
-    chunk = _as_chunk(chunk)
-    M = sum(s.shape[0] for s in S)
+    laws = as_laws(samples)
+    heads = _as_heads(heads, laws[0].dim)
+    return _features(laws, heads, _as_chunk(chunk), progress)
+
+
+def _features(laws: Sequence[Empirical], heads: Heads, chunk: int = DEFAULT_CHUNK, progress: bool = False) -> np.ndarray:
+    """:func:`attention_features` on validated laws and heads."""
+    check_score_range([law.atoms for law in laws], heads.Q, heads.b)
+    M = _atom_count(laws)
     H = heads.count
     F = np.empty((M, H * heads.dim))
     with _progress(M * H, progress) as bar:
-        _feature_columns(_length_groups(S), heads, 0, H, F, chunk, bar)
+        _feature_columns(_groups(laws, H), heads, 0, H, F, chunk, bar)
     return F
 
 
@@ -383,7 +445,7 @@ def _as_chunk(chunk: Any) -> int:
     return int(chunk)
 
 
-def _gram_accumulated(S: list[np.ndarray], heads: Heads, chunk: int, progress: bool) -> np.ndarray:
+def _gram_accumulated(laws: Sequence[Empirical], heads: Heads, chunk: int, progress: bool) -> np.ndarray:
     """``F F^T`` summed over head blocks without storing ``F``.
 
     Memory: ``8 M^2`` bytes for the Gram plus one column block of ``F`` of at most
@@ -393,11 +455,11 @@ def _gram_accumulated(S: list[np.ndarray], heads: Heads, chunk: int, progress: b
     triangle** of the Fortran-ordered result: every consumer (``eigvalsh``,
     :func:`_extremal_eigh`) reads only that triangle.
     """
-    check_score_range(S, heads.Q, heads.b)
-    M = sum(s.shape[0] for s in S)
+    check_score_range([law.atoms for law in laws], heads.Q, heads.b)
+    M = _atom_count(laws)
     H, d = heads.count, heads.dim
     c = int(min(H, max(-(-256 // d), _GRAM_BLOCK // (M * d), 1)))
-    groups = _length_groups(S)
+    groups = _groups(laws, H)
     G = np.zeros((M, M), order="F")
     block = np.empty((M, c * d))
     with _progress(M * H, progress) as bar:
@@ -477,25 +539,37 @@ class GramCertificate:
 
 
 def gram_matrix_arb(samples: Any, heads: Heads, prec: int) -> arb_mat:
-    r"""The Gram :math:`W^{1/2} K W^{1/2}` as an Arb ball matrix at ``prec`` bits.
+    r"""The Gram :math:`W^{1/2} K W^{1/2}` on distinct atoms as an Arb ball matrix at ``prec`` bits.
 
-    Tokens and heads are converted exactly (every double is a dyadic rational); the
-    softmax weights are evaluated in ball arithmetic with a shift by the float64 row
-    maximum (any shift is exact algebra; this one keeps the exponentials bounded).
-    Entry :math:`G_{(ij),(i'j')} = \sqrt{w_{ij} w_{i'j'}}\, H^{-1} \sum_h \langle\phi_{ij}^h, \phi_{i'j'}^h\rangle`.
+    Atoms, masses and heads are converted exactly (every double is a dyadic rational, the
+    masses are exact rationals); the softmax weights
+    :math:`\pi_{a'} \propto m_{ia'} e^{\langle Q x_{ia} + b, x_{ia'}\rangle}` are evaluated in
+    ball arithmetic with a shift by the float64 row maximum (any shift is exact algebra;
+    this one keeps the exponentials bounded). Entry
+    :math:`G_{(ia),(i'a')} = \sqrt{m_{ia} m_{i'a'}}\, H^{-1} \sum_h \langle\phi_{ia}^h, \phi_{i'a'}^h\rangle`.
     """
-    S = as_samples(samples)
-    heads = _as_heads(heads, S[0].shape[1])
+    laws = as_laws(samples)
+    return _gram_arb(laws, _as_heads(heads, laws[0].dim), prec)
+
+
+def _arb_q(q: Any) -> arb:
+    """The exact rational ``q`` (Fraction) as a ball at the current precision."""
+    return arb(fmpq(q.numerator, q.denominator))
+
+
+def _gram_arb(laws: Sequence[Empirical], heads: Heads, prec: int) -> arb_mat:
     H, d = heads.count, heads.dim
     old = ctx.prec
     ctx.prec = int(prec)
     try:
         rows: list[list[arb]] = []  # rows of F (without the weight), concatenated over heads
         sw: list[arb] = []
-        Xa = [arb_mat([[arb(float(v)) for v in row] for row in X]) for X in S]
         Qa = [arb_mat([[arb(float(v)) for v in row] for row in heads.Q[h]]) for h in range(H)]
         ba = [[arb(float(v)) for v in heads.b[h]] for h in range(H)]
-        for X, XA in zip(S, Xa, strict=True):
+        for law in laws:
+            X = law.atoms
+            XA = arb_mat([[arb(float(v)) for v in row] for row in X])
+            mass = [_arb_q(q) for q in law.weights]
             N = X.shape[0]
             feats: list[list[arb]] = [[] for _ in range(N)]
             XT = XA.transpose()
@@ -507,7 +581,7 @@ def gram_matrix_arb(samples: Any, heads: Heads, prec: int) -> arb_mat:
                 P = arb_mat(N, N)
                 for j in range(N):
                     m = arb(float(shift[j].max()))
-                    e = [(Sc[j, k] - m).exp() for k in range(N)]
+                    e = [mass[k] * (Sc[j, k] - m).exp() for k in range(N)]
                     tot = sum(e, arb(0))
                     for k in range(N):
                         P[j, k] = e[k] / tot
@@ -515,7 +589,7 @@ def gram_matrix_arb(samples: Any, heads: Heads, prec: int) -> arb_mat:
                 for j in range(N):
                     feats[j].extend(Phi[j, k] for k in range(d))
             rows.extend(feats)
-            sw.extend([(arb(1) / (N * H)).sqrt()] * N)
+            sw.extend([(mass[j] / H).sqrt() for j in range(N)])
         M = len(rows)
         Fm = arb_mat([[sw[r] * v for v in rows[r]] for r in range(M)])
         return Fm * Fm.transpose()
@@ -531,17 +605,22 @@ def _arb_upper(x: arb) -> float:
 def certify_lambda_min(samples: Any, heads: Heads, *, max_bits: int = 2048, start_bits: int = 128) -> GramCertificate:
     r"""Rigorous lower bound on :math:`\lambda_{\min}(W^{1/2} K W^{1/2})` in Arb, or inconclusive.
 
-    Doubles the precision from ``start_bits`` up to ``max_bits`` until ``arb_mat.inv``
-    certifies that the ball Gram is invertible; then
-    :math:`\lambda_{\min} \ge 1/\|G^{-1}\|_F` (valid because the exact Gram is
-    :math:`F F^T \succeq 0`). A singular Gram is never certified: its ball always
-    contains singular matrices (MATH.md section 6).
+    The Gram is assembled on distinct atoms (:func:`gram_matrix_arb`). Doubles the
+    precision from ``start_bits`` up to ``max_bits`` until ``arb_mat.inv`` certifies that
+    the ball Gram is invertible; then :math:`\lambda_{\min} \ge 1/\|G^{-1}\|_F` (valid
+    because the exact Gram is :math:`F F^T \succeq 0`). A singular Gram is never
+    certified: its ball always contains singular matrices.
     """
-    S = as_samples(samples)
-    M = sum(s.shape[0] for s in S)
+    laws = as_laws(samples)
+    heads = _as_heads(heads, laws[0].dim)
+    return _certify(laws, heads, max_bits=max_bits, start_bits=start_bits)
+
+
+def _certify(laws: Sequence[Empirical], heads: Heads, *, max_bits: int = 2048, start_bits: int = 128) -> GramCertificate:
+    M = _atom_count(laws)
     if M > MAX_CERTIFY_TOKENS:
         raise PrecisionError(
-            f"certify: {M} token slots; the Arb certification is limited to {MAX_CERTIFY_TOKENS} "
+            f"certify: {M} distinct atoms; the Arb certification is limited to {MAX_CERTIFY_TOKENS} "
             "(it evaluates every softmax weight in ball arithmetic)"
         )
     if max_bits < 53:
@@ -549,7 +628,7 @@ def certify_lambda_min(samples: Any, heads: Heads, *, max_bits: int = 2048, star
     bits = min(start_bits, max_bits)
     last = ""
     while True:
-        G = gram_matrix_arb(S, heads, bits)
+        G = _gram_arb(laws, heads, bits)
         old = ctx.prec
         ctx.prec = bits
         try:
@@ -574,8 +653,37 @@ def certify_lambda_min(samples: Any, heads: Heads, *, max_bits: int = 2048, star
 
 
 @dataclass(frozen=True)
+class SampleSize:
+    """How one sample entered the Gram: ``tokens`` given, ``atoms`` distinct, and the
+    ``max_multiplicity`` (largest number of tokens merged into one atom)."""
+
+    tokens: int
+    atoms: int
+    max_multiplicity: int
+
+    @classmethod
+    def of(cls, law: Empirical) -> SampleSize:
+        return cls(int(law.n_tokens), law.n_atoms, law.max_multiplicity)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"tokens": self.tokens, "atoms": self.atoms, "max_multiplicity": self.max_multiplicity}
+
+
+def merge_note(sizes: Sequence[SampleSize]) -> str | None:
+    """One sentence naming the samples whose repeated tokens were merged, or None."""
+    merged = [i for i, s in enumerate(sizes) if s.atoms < s.tokens]
+    if not merged:
+        return None
+    shown = ", ".join(f"{i} ({sizes[i].tokens} tokens on {sizes[i].atoms} atoms, largest multiplicity "
+                      f"{sizes[i].max_multiplicity})" for i in merged[:4])
+    more = f" and {len(merged) - 4} more" if len(merged) > 4 else ""
+    return (f"repeated tokens merged into atoms with their masses (the NTK acts on L^2(mu_i), where copies of a "
+            f"token are one point): sample{'s' if len(merged) > 1 else ''} {shown}{more}")
+
+
+@dataclass(frozen=True)
 class GramResult:
-    r"""Spectrum summary of the NTK Gram :math:`W^{1/2} K W^{1/2} = F F^T`.
+    r"""Spectrum summary of the NTK Gram :math:`W^{1/2} K W^{1/2} = F F^T` on distinct atoms.
 
     Attributes
     ----------
@@ -584,8 +692,12 @@ class GramResult:
         slightly negative).
     condition : float
         ``lambda_max / lambda_min`` (``inf`` when ``lambda_min == 0``).
-    tokens, heads, dim : int
-        ``M``, ``H``, ``d``.
+    atoms : int
+        ``M``, the size of the Gram: distinct atoms summed over the samples.
+    tokens : int
+        Tokens given (``>= atoms``; repeats inside a sample are merged).
+    heads, dim : int
+        ``H``, ``d``.
     eigenvalues : tuple of float or None
         All ``M`` eigenvalues, ascending, when ``M <= 4096``.
     rank_deficient_by_size : bool
@@ -593,17 +705,21 @@ class GramResult:
     method : str
         ``"eigvalsh"``, ``"cholesky-lanczos"`` or ``"svd"``: the route that gave the numbers.
     resolution : float
-        Relative eigenvalue below which that route cannot tell ``lambda_min`` from 0.
+        Relative eigenvalue below which that route cannot tell an eigenvalue from 0 (the
+        rounding floor).
     status : str
         ``"positive"`` (relative ``lambda_min`` above ``1e-12``, or certified),
         ``"singular by size"``, ``"below resolution"`` (singular to working precision),
         ``"small"`` (between the resolution and ``1e-12``: not claimed positive).
     certified : GramCertificate or None
+    samples : tuple of SampleSize
+        Per sample: tokens, distinct atoms, largest multiplicity.
     """
 
     lambda_min: float
     lambda_max: float
     condition: float
+    atoms: int
     tokens: int
     heads: int
     dim: int
@@ -614,6 +730,7 @@ class GramResult:
     status: str
     certified: GramCertificate | None = None
     notes: tuple[str, ...] = field(default=())
+    samples: tuple[SampleSize, ...] = field(default=())
 
     @property
     def relative_lambda_min(self) -> float:
@@ -624,12 +741,54 @@ class GramResult:
         """True only when positivity is established (float64 above 1e-12 relative, or certified)."""
         return self.status == "positive"
 
+    @property
+    def certified_positive(self) -> bool:
+        """True when a rigorous lower bound (Arb) proves ``lambda_min > 0``."""
+        return self.certified is not None and self.certified.positive
+
+    def status_text(self) -> str:
+        """The status in words, saying whether positivity is certified or only seen in float64."""
+        if self.certified_positive:
+            assert self.certified is not None
+            return (f"positive, certified: lambda_min >= {self.certified.lower_bound:.4g} "
+                    f"(Arb, {self.certified.bits} bits)")
+        if self.status == "positive":
+            return (f"positive in float64 (relative lambda_min {self.relative_lambda_min:.3g} > {POSITIVE_REL:g}); "
+                    "not certified")
+        return self.status
+
+    @property
+    def floor(self) -> float:
+        """The rounding floor ``resolution * lambda_max``: eigenvalues at or below it are zero
+        to working precision."""
+        return self.resolution * self.lambda_max
+
+    @property
+    def kernel_observed(self) -> int | None:
+        """Number of eigenvalues at the rounding floor (the observed kernel dimension); None
+        when the spectrum was not kept (``M > 4096``) and ``lambda_min`` is at the floor."""
+        if self.eigenvalues is None:
+            return 0 if self.lambda_min > self.floor else None
+        return int(sum(1 for v in self.eigenvalues if v <= self.floor))
+
+    @property
+    def next_relative_eigenvalue(self) -> float | None:
+        """The smallest eigenvalue above the floor, relative to ``lambda_max`` (the gap that
+        separates the observed kernel from the rest), or None."""
+        if self.lambda_max <= 0:
+            return None
+        if self.eigenvalues is None:
+            return self.relative_lambda_min if self.lambda_min > self.floor else None
+        above = [v for v in self.eigenvalues if v > self.floor]
+        return min(above) / self.lambda_max if above else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "lambda_min": self.lambda_min,
             "lambda_max": self.lambda_max,
             "relative_lambda_min": self.relative_lambda_min,
             "condition": self.condition if math.isfinite(self.condition) else "inf",
+            "atoms": self.atoms,
             "tokens": self.tokens,
             "heads": self.heads,
             "dim": self.dim,
@@ -638,13 +797,19 @@ class GramResult:
             "resolution": self.resolution,
             "status": self.status,
             "certified": None if self.certified is None else self.certified.to_dict(),
+            "status_text": self.status_text(),
+            "kernel_observed": self.kernel_observed,
+            "floor": self.floor,
+            "next_relative_eigenvalue": self.next_relative_eigenvalue,
+            "samples": [s.to_dict() for s in self.samples],
             "eigenvalues": None if self.eigenvalues is None else list(self.eigenvalues),
             "notes": list(self.notes),
         }
 
     def __repr__(self) -> str:
         s = (f"GramResult({self.status}: lambda_min={self.lambda_min:.4g}, lambda_max={self.lambda_max:.4g}, "
-             f"relative={self.relative_lambda_min:.3g}, M={self.tokens}, H={self.heads}, d={self.dim}, {self.method}")
+             f"relative={self.relative_lambda_min:.3g}, M={self.atoms} atoms ({self.tokens} tokens), H={self.heads}, "
+             f"d={self.dim}, {self.method}")
         if self.certified is not None:
             s += f", {self.certified!r}"
         return s + ")"
@@ -660,11 +825,22 @@ def gram(
     chunk: int = DEFAULT_CHUNK,
     max_bits: int = 2048,
 ) -> GramResult:
-    r"""Spectrum of the attention NTK Gram at FixUp for the given heads.
+    r"""Spectrum of the attention NTK Gram at FixUp on the samples' distinct atoms.
+
+    .. math::
+
+        W^{1/2} K W^{1/2} = F F^T, \qquad
+        K_{(ia),(i'a')} = \frac1H \sum_h \langle \phi_i(x_{ia}; Q_h, b_h), \phi_{i'}(x_{i'a'}; Q_h, b_h)\rangle,
+        \quad W = \mathrm{diag}(m_{ia}),
+
+    the matrix of the NTK quadratic form on :math:`\bigoplus_i L^2(\mu_i)` (one row per
+    distinct atom :math:`x_{ia}` with its mass :math:`m_{ia}`; :func:`attention_features`).
 
     Parameters
     ----------
-    samples : list of (N_i, d) float arrays
+    samples : list of Empirical, list of (N_i, d) float arrays, or (n, N, d) array
+        Arrays are turned into laws once (:func:`~ntkcheck.families.as_laws`): repeated
+        tokens of a sample become one atom with their summed mass.
     heads : Heads
     certify : bool
         When float64 cannot establish positivity (relative ``lambda_min < 1e-12``) and
@@ -680,7 +856,8 @@ def gram(
         of ``"auto"``: ``8 M (H d + M)`` bytes for ``M <= 4096`` (``F`` and ``F F^T``), plus
         ``eigvalsh``'s copy; above, ``16 M^2`` bytes (the Gram and its Cholesky factor) plus
         one column block of ``F`` of at most ``8 max(2^25, 256 M)`` bytes (plus the SVD
-        fallback's ``8 M H d`` if it is needed and fits in 4 GiB).
+        fallback's ``8 M H d`` if it is needed and fits in 4 GiB). ``M`` counts distinct
+        atoms.
 
     Returns
     -------
@@ -691,25 +868,36 @@ def gram(
     NtkcheckWarning
         When ``H d < M``: the Gram is singular by rank, which is not a verdict about the data.
 
+    References
+    ----------
+    Seed 003 (A Mean-Field Theory of Transformers) section 3.1-3.2, Prop. 5;
+    ``theory/ntk-prop8.md``.
+
     Examples
     --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
-    >>> r = gram([rng.standard_normal((3, 2)) for _ in range(3)], init_heads(18, 2, seed=0))
-    >>> r.status
-    'positive'
+    >>> X = [rng.standard_normal((3, 2)) for _ in range(3)]
+    >>> X[0][2] = X[0][0]                     # a repeated token: one atom of mass 2/3
+    >>> r = gram(X, init_heads(18, 2, seed=0))
+    >>> r.status, r.atoms, r.tokens
+    ('positive', 8, 9)
     """
-    S = as_samples(samples)
-    heads = _as_heads(heads, S[0].shape[1])
+    laws = as_laws(samples)
+    heads = _as_heads(heads, laws[0].dim)
     if method not in ("auto", "svd", "eigh"):
         raise InputError(f"method: expected 'auto', 'svd' or 'eigh', got {method!r}")
-    M = sum(s.shape[0] for s in S)
+    chunk = _as_chunk(chunk)
+    sizes = tuple(SampleSize.of(law) for law in laws)
+    M = _atom_count(laws)
     H, d = heads.count, heads.dim
     by_size = H * d < M
     notes: list[str] = []
+    if (merged := merge_note(sizes)) is not None:
+        notes.append(merged)
     if by_size:
         warnings.warn(
-            f"H d = {H}*{d} = {H * d} < M = {M} token slots: the Gram has rank at most {H * d} and is "
+            f"H d = {H}*{d} = {H * d} < M = {M} distinct atoms: the Gram has rank at most {H * d} and is "
             "singular by rank; this is not a verdict about the data (use at least "
             f"{math.ceil(M / d)} heads)",
             NtkcheckWarning,
@@ -724,7 +912,7 @@ def gram(
     def run_svd() -> np.ndarray:
         nonlocal F
         if F is None:
-            F = attention_features(S, heads, chunk=chunk, progress=progress)
+            F = _features(laws, heads, chunk, progress)
         s = sla.svdvals(F, check_finite=False)
         ev = np.zeros(M)
         ev[M - s.shape[0]:] = np.sort(s) ** 2  # min(M, Hd) singular values; the rest are exact zeros
@@ -735,10 +923,10 @@ def gram(
         used, resolution = "svd", RESOLUTION_SVD
     else:
         if want_all:
-            F = attention_features(S, heads, chunk=chunk, progress=progress)
+            F = _features(laws, heads, chunk, progress)
             G = _gram_lower(F)
         else:
-            G = _gram_accumulated(S, heads, chunk, progress)
+            G = _gram_accumulated(laws, heads, chunk, progress)
         ext = None if (want_all or by_size) else _extremal_eigh(G)
         if ext is not None:
             lmin, lmax = ext
@@ -770,20 +958,21 @@ def gram(
     cert: GramCertificate | None = None
     if certify and not by_size and status != "positive":
         if M <= MAX_CERTIFY_TOKENS:
-            cert = certify_lambda_min(S, heads, max_bits=max_bits)
+            cert = _certify(laws, heads, max_bits=max_bits)
             if cert.positive:
                 status = "positive"
                 notes.append("positivity certified in Arb ball arithmetic")
             else:
                 notes.append("certification inconclusive: positivity is not claimed")
         else:
-            notes.append(f"certification skipped: M = {M} > {MAX_CERTIFY_TOKENS}")
+            notes.append(f"certification skipped: M = {M} distinct atoms > {MAX_CERTIFY_TOKENS}")
     eigenvalues = tuple(float(max(v, 0.0)) for v in eig) if (eig is not None and want_all) else None
     return GramResult(
         lambda_min=lmin,
         lambda_max=float(lmax),
         condition=(lmax / lmin) if lmin > 0 else math.inf,
-        tokens=M,
+        atoms=M,
+        tokens=int(sum(s.tokens for s in sizes)),
         heads=H,
         dim=d,
         eigenvalues=eigenvalues,
@@ -793,4 +982,5 @@ def gram(
         status=status,
         certified=cert,
         notes=tuple(notes),
+        samples=sizes,
     )

@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from scipy.special import softmax
 
 from ntkcheck.crosscheck import KERNEL_RTOL, crosscheck, kernel_residual, predicted_kernel_vector
 from ntkcheck.decide import decide
-from ntkcheck.families import Gaussian
+from ntkcheck.families import Empirical, Gaussian, as_laws
 from ntkcheck.gram import init_heads
+from ntkcheck.screen import default_head_count
 from ntkcheck.strategies import single_diracs, token_sets, translates, two_point_products
 
 Z, U, V = np.zeros(2), np.array([1.0, 0.25]), np.array([-0.5, 1.0])
@@ -20,44 +22,79 @@ E1 = np.array([1.0, 0.0])
 _rng = np.random.default_rng(3)
 _X = np.array([[0.0, 0.0], [1.0, 0.5], [0.25, 1.0]])
 
-# MATH.md section 3, every row: (samples, weak verdict, overlap, Gram outcome)
+# The table of theory/ntk-prop8.md (seed 003 Prop. 8), every row:
+# (samples, weak verdict, overlap, Gram outcome, structures by name, kernel dimension)
 TABLE = {
     "product, shared atom 0": ([np.array([Z, U]), np.array([Z, V]), np.array([Z, U, V, U + V])],
-                               "dependent", "1 shared atom", "singular"),
+                               "dependent", "1 shared atom", "singular",
+                               ["sample 2 is the law of X+Y, X ~ sample 0, Y ~ sample 1 independent"], 1),
     "product, translated apart": ([np.array([Z, U]) + [3, 0.5], np.array([Z, V]) + [-2, 1.5],
-                                   np.array([Z, U, V, U + V]) + [0.5, -3]], "dependent", "none", "positive"),
-    "translate, disjoint": ([_X, _X + [5.0, 4.0]], "dependent", "none", "positive"),
+                                   np.array([Z, U, V, U + V]) + [0.5, -3]], "dependent", "none", "positive",
+                                  ["sample 2 is the law of X+Y, X ~ sample 0, Y ~ sample 1 independent, "
+                                   "translated by (-0.5, -5)"], 0),
+    "translate, disjoint": ([_X, _X + [5.0, 4.0]], "dependent", "none", "positive",
+                            ["sample 1 is sample 0 translated by (5, 4)"], 0),
     "{0,e1,2e1} and translate by e1": ([np.array([Z, E1, 2 * E1]), np.array([E1, 2 * E1, 3 * E1])],
-                                       "dependent", "2 shared atoms", "singular"),
+                                       "dependent", "2 shared atoms", "singular",
+                                       ["sample 1 is sample 0 translated by (1, 0)"], 1),
     "3 single Diracs, d=2": ([np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]]), np.array([[1.0, 2.0]])],
-                             "dependent", "n > d Diracs (sum c_i x_i = 0)", "singular"),
+                             "dependent", "n > d Diracs (sum c_i x_i = 0)", "singular",
+                             ["samples [0, 1, 2] are single Diracs (linear CGFs); 1 independent Dirac relation "
+                              "sum_i c_i x_i = 0 among them"], 1),
     "3 random samples of 3 tokens": ([_rng.standard_normal((3, 2)) for _ in range(3)],
-                                     "independent", "not needed", "positive"),
+                                     "independent", "not needed", "positive", [], 0),
 }
+
+#: relative eigenvalue at or below which the reference counts a kernel direction: exact
+#: zeros come out of an SVD near (eps ||F||)^2 ~ 1e-32 relative, genuine eigenvalues of
+#: these small problems are above 1e-12 (ntkcheck.gram uses the same floor, RESOLUTION_SVD)
+FLOOR = 1e-26
+
+
+def _reference_kernel(laws, heads):
+    """Eigenvalues at the floor of the atom Gram assembled from the definition, independent of
+    ntkcheck.gram: per atom and head, sqrt(m_a / H) softmax_k(<Q x_a + b, x_k> + log m_k) @ X,
+    then the singular values of that matrix."""
+    H = heads.count
+    rows = []
+    for law in laws:
+        X, m = law.atoms, law.masses
+        for a, x in enumerate(X):
+            rows.append(np.concatenate([softmax(X @ (heads.Q[h] @ x + heads.b[h]) + np.log(m)) @ X
+                                        for h in range(H)]) * np.sqrt(m[a] / H))
+    s = np.linalg.svd(np.array(rows), compute_uv=False)
+    ev = np.zeros(len(rows))
+    ev[:s.size] = s**2
+    return int(np.sum(ev <= FLOOR * ev.max()))
 
 
 @pytest.mark.parametrize("name", list(TABLE))
 def test_math_table_row(name):
-    """Every row of the MATH.md section 3 table: verdict, overlap and Gram outcome (H d = 4 M)."""
-    S, verdict, overlap, outcome = TABLE[name]
+    """Every row of the table: verdict, overlap, Gram outcome, the structures by name, and
+    the kernel dimension predicted from them equal to the one observed (H d = 4 M), itself
+    checked against a reference assembled from the definition."""
+    S, verdict, overlap, outcome, named, kernel = TABLE[name]
     M = sum(len(X) for X in S)
-    res = crosscheck(S, init_heads(2 * M, 2, seed=1))
+    heads = init_heads(2 * M, 2, seed=1)
+    res = crosscheck(S, heads)
     assert res.weak.verdict.value == verdict
     assert res.overlap == overlap
-    if outcome == "singular":
-        assert res.statement == "necessity" and res.agreement == "agrees"
-        assert res.kernel_residual <= KERNEL_RTOL
-        # the table's 1e-16 .. 2.5e-17: singular to working precision (SVD floor ~1e-26)
-        assert res.gram.relative_lambda_min < 1e-20 and not res.gram.positive
-    else:
-        # the table's 2.6e-4 .. 5e-4 at 4000 heads; with 4M/d heads: well above 1e-12
-        assert res.gram.positive and res.gram.relative_lambda_min > 1e-8
-        expected = "agrees" if verdict == "independent" else "no prediction"
-        assert res.agreement == expected
+    assert res.structure.lines() == named
+    assert res.structure.exact and res.structure.predicted_kernel == kernel
+    assert res.kernel.observed == kernel == _reference_kernel(as_laws(S), heads)
+    assert res.kernel.status == "equal"
+    singular = outcome == "singular"
+    assert (res.statement == "necessity") == singular
+    assert res.agreement == ("agrees" if singular or verdict == "independent" else "no prediction")
+    assert (res.kernel_residual is not None and res.kernel_residual <= KERNEL_RTOL) == singular
+    # the table's 1e-16 .. 2.5e-17: singular to working precision (SVD floor ~1e-26); its
+    # 2.6e-4 .. 5e-4 at 4000 heads: with 4M/d heads, positive rows stay well above 1e-8
+    assert (res.gram.relative_lambda_min < 1e-20) == singular
+    assert (res.gram.positive and res.gram.relative_lambda_min > 1e-8) == (not singular)
 
 
 def test_product_kernel_vector_is_the_documented_one():
-    """p_i = c_i d delta_0 / d mu_i: N_i c_i on the atom 0, zero elsewhere (e = any unit vector)."""
+    """p_i = c_i d delta_0 / d mu_i: c_i / m_i(0) on the atom 0, zero elsewhere (e = any unit vector)."""
     S = TABLE["product, shared atom 0"][0]
     pred = predicted_kernel_vector(S, (1, 1, -1), (0, 0))
     np.testing.assert_array_equal(pred.p, [2, 0, 2, 0, -4, 0, 0, 0])
@@ -115,3 +152,115 @@ def test_overlap_predicts_annihilated_kernel_vector(dep, seed):
     if dep.kind != "single Diracs":
         pred = predicted_kernel_vector(S, dep.null_vector, dep.alpha)
         assert pred is not None and kernel_residual(S, heads, pred.p) <= KERNEL_RTOL
+
+
+# ---------------------------------------------------------------------- issue 11
+
+
+def test_repeated_atom_prediction_uses_the_mass():
+    """p_i(x) = c_i nu({x}) / mu_i({x}) with mu_i({0}) = 2/5 when 0 is two of five tokens; the
+    vector is annihilated (the L^2(mu_i) kernel), and the copies are one entry of p."""
+    S = [np.array([Z, U]), np.array([Z, V]), np.array([Z, U, V, U + V, Z])]
+    pred = predicted_kernel_vector(S, (1, 1, -1), (0, 0))
+    np.testing.assert_allclose(pred.p, [2, 0, 2, 0, -2.5, 0, 0, 0], rtol=1e-15)
+    heads = init_heads(16, 2, seed=0)
+    # sample 2 is no longer the product law (0 has mass 2/5): p is not in the kernel
+    assert kernel_residual(S, heads, pred.p) > 1e-3
+    with pytest.raises(Exception, match="distinct atoms"):
+        kernel_residual(S, heads, np.ones(9))
+
+
+def test_readme_repeated_token_agrees():
+    """The README example with X[2, 7] = X[2, 0]: independent CGFs, the atom Gram positive,
+    kernel predicted 0 = observed 0 (before issue 11: relative lambda_min 1.8e-32, 'disagrees')."""
+    X = np.random.default_rng(0).normal(size=(6, 8, 3))
+    X[2, 7] = X[2, 0]
+    heads = init_heads(default_head_count(47, 3), 3)
+    res = crosscheck(list(X), heads)
+    assert res.agreement == "agrees" and res.gram.positive
+    assert res.gram.relative_lambda_min > 1e-5
+    assert (res.kernel.predicted, res.kernel.observed, res.kernel.status) == (0, 0, "equal")
+
+
+def test_duplicated_sample_d64_reports_the_duplicate_and_its_kernel():
+    """Sample 12 an exact copy of sample 3 (10 tokens each, d = 64): named, 10 shared atoms
+    (not '1 shared atom'), predicted kernel 10 (p_3 = f, p_12 = -f for any f on the 10 atoms)
+    = 10 eigenvalues at the floor, also in the reference assembled from the definition."""
+    X = np.random.default_rng(7).normal(size=(13, 10, 64))
+    X[12] = X[3]
+    laws = as_laws(X)
+    heads = init_heads(default_head_count(130, 64), 64)
+    res = crosscheck(laws, heads)
+    assert res.structure.lines() == ["sample 12 is sample 3 (equal laws)"]
+    assert res.overlap == "10 shared atoms" and res.agreement == "agrees"
+    assert res.kernel.predicted == res.kernel.observed == 10 == _reference_kernel(laws, heads)
+    assert res.kernel.exact and res.kernel.status == "equal"
+    assert res.kernel.residual <= KERNEL_RTOL
+    # the gap that makes the count meaningful: the 11th eigenvalue is far above the floor
+    assert res.kernel.next_relative > 1e-6
+    d = res.to_dict()
+    assert d["structure"]["relations"][0]["kind"] == "duplicate"
+    assert d["kernel"]["predicted"] == d["kernel"]["observed"] == 10
+
+
+_GRID = 2.0**20
+
+
+def _grid(a):
+    """Round to the 2^-20 grid: sums and differences of such numbers below 2^30 are exact."""
+    return np.round(np.asarray(a) * _GRID) / _GRID
+
+
+@st.composite
+def structured_samples(draw):
+    """Random base samples plus structures built exactly in float64 (2^-20 grid): duplicates,
+    translates by generic shifts, translates that share atoms (shift = difference of two
+    atoms), two-point products with their factors, single Diracs, and repeated tokens."""
+    d = draw(st.integers(1, 2))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    samples = [_grid(rng.standard_normal((draw(st.integers(2, 3)), d))) for _ in range(draw(st.integers(1, 2)))]
+    ops = draw(st.lists(st.sampled_from(["duplicate", "translate", "shared", "product", "dirac", "repeat"]),
+                        min_size=1, max_size=3))
+    for op in ops:
+        i = draw(st.integers(0, len(samples) - 1))
+        X = samples[i]
+        if op == "duplicate":
+            samples.append(X[rng.permutation(len(X))])
+        elif op == "translate":
+            samples.append(X + _grid(4 * rng.standard_normal(d)))
+        elif op == "shared" and len(np.unique(X, axis=0)) > 1:
+            samples.append(X + (X[0] - X[1]))
+        elif op == "product":
+            A, B = _grid(rng.standard_normal((2, d))), _grid(rng.standard_normal((2, d)))
+            samples += [A, B, (A[:, None, :] + B[None, :, :]).reshape(-1, d)]
+        elif op == "dirac":
+            samples.append(_grid(rng.standard_normal((1, d))))
+        elif op == "repeat":
+            samples[i] = np.vstack([X, X[:1]])
+    return samples
+
+
+@settings(max_examples=15)
+@given(S=structured_samples(), seed=st.integers(0, 2**16))
+def test_predicted_kernel_dimension_is_observed(S, seed):
+    """theory/ntk-prop8.md, "The dimension of the kernel": for compactly supported laws and
+    heads with an open support, dim ker G = sum_z dim D_S(z) - dim((sum_z D_S(z) + D_0)/D_0).
+    On generated mixtures of duplicates, translates, products and Diracs the count (when it is
+    certified exact) equals the number of eigenvalues at the floor of a reference Gram
+    assembled from the definition, and the predicted kernel is annihilated."""
+    laws = as_laws(S)
+    d = laws[0].dim
+    M = sum(law.n_atoms for law in laws)
+    heads = init_heads(int(np.ceil(4 * M / d)), d, seed=seed)
+    res = crosscheck(laws, heads, certify=False)
+    assume(res.structure.exact)  # an inconclusive decide leaves a lower bound: nothing to compare
+    assert res.kernel.predicted == _reference_kernel(laws, heads) == res.kernel.observed, res
+    # the whole predicted kernel is annihilated (a residual exists exactly when it is non-zero)
+    assert (res.kernel.residual is None) == (res.kernel.predicted == 0)
+    assert (res.kernel.residual or 0.0) <= KERNEL_RTOL
+
+
+def test_weighted_laws_accepted_and_not_relabelled():
+    """Laws given as Empirical pass through as_laws untouched (no re-validation, same object)."""
+    law = Empirical(np.array([[0.0], [1.0]]), [1, 3])
+    assert as_laws([law])[0] is law

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from scipy.special import softmax
 
 from ntkcheck import gram as gram_module
 from ntkcheck.cgf import cgf_gradient
 from ntkcheck.errors import InputError, NtkcheckWarning
+from ntkcheck.families import Empirical, as_laws
 from ntkcheck.gram import (
     Heads,
+    SampleSize,
     _extremal_eigh,
     _gram_accumulated,
     attention_features,
     certify_lambda_min,
     gram,
+    gram_matrix_arb,
     init_heads,
 )
+from ntkcheck.screen import default_head_count
 from ntkcheck.strategies import token_sets
 
 # float64 evaluations of the same softmax means by two routes (batched matmul vs
@@ -116,6 +120,7 @@ def _reference_features(samples, Q, b):
         ([8] * 5, 16, 130, 0.3, 300),
         ([4, 4, 6], 2, 9, 40.0, 1 << 17),  # score bound above 200: the max-shifted path
         ([1, 2], 2, 3, 1.0, 1 << 17),  # a single token: its feature is the token itself
+        ([8, 8, 5], 192, 3, 0.1, 1 << 17),  # N (d+1) d > 2^18: one 2-D query product per tile
     ],
 )
 def test_features_match_reference_loop(sizes, d, H, scale, chunk):
@@ -152,7 +157,7 @@ def test_gram_accumulated_matches_formed_gram(monkeypatch):
     S = _random(n=12, N=4, d=2, seed=9)
     heads = init_heads(300, 2, seed=4)
     F = attention_features(S, heads)
-    G = _gram_accumulated(S, heads, 1 << 17, False)
+    G = _gram_accumulated(as_laws(S), heads, 1 << 17, False)
     # sums of the same products in a different order: a few ulps of |G|
     np.testing.assert_allclose(np.tril(G), np.tril(F @ F.T), rtol=0, atol=1e-14 * np.abs(F @ F.T).max())
     assert not np.triu(G, 1).any()
@@ -177,7 +182,7 @@ def test_svd_and_eigh_agree_when_well_conditioned():
     # relative lambda_min ~1e-4: eigvalsh's absolute error ~ M eps lambda_max is 1e-12 relative to it
     np.testing.assert_allclose([a.lambda_min, a.lambda_max], [b.lambda_min, b.lambda_max], rtol=1e-9)
     assert a.status == b.status == "positive"
-    assert a.eigenvalues is not None and len(a.eigenvalues) == a.tokens
+    assert a.eigenvalues is not None and len(a.eigenvalues) == a.atoms == a.tokens  # no repeats here
 
 
 def test_extremal_route_matches_eigvalsh():
@@ -214,7 +219,7 @@ def test_certificate_beyond_float_resolution():
     # a rigorous lower bound: below the SVD's lambda_min (itself accurate to ~1e-6 relative here)
     assert 0 < lb <= res.lambda_min * (1 + 1e-6)
     # 1/||G^-1||_F is within sqrt(M) of lambda_min
-    assert lb >= res.lambda_min / np.sqrt(res.tokens) * (1 - 1e-6)
+    assert lb >= res.lambda_min / np.sqrt(res.atoms) * (1 - 1e-6)
 
 
 def test_certify_well_conditioned_is_tight():
@@ -223,7 +228,7 @@ def test_certify_well_conditioned_is_tight():
     c = certify_lambda_min(S, heads)
     g = gram(S, heads)
     assert c.positive and c.bits == 128
-    assert g.lambda_min / np.sqrt(g.tokens) <= c.lower_bound <= g.lambda_min * (1 + 1e-9)
+    assert g.lambda_min / np.sqrt(g.atoms) <= c.lower_bound <= g.lambda_min * (1 + 1e-9)
 
 
 def test_rank_deficient_by_size_warns():
@@ -286,8 +291,7 @@ def test_scaling_heads_keeps_injective_case_nonsingular(S, s, seed):
     M = sum(len(X) for X in S)
     heads = init_heads(2 * M, 2, seed=seed)
     base = gram(S, heads)
-    if base.status != "positive":
-        return  # only injective cases are in scope
+    assume(base.status == "positive")  # only injective cases are in scope
     sharp = gram(S, heads.scaled(s), certify=True)
     assert sharp.status == "positive", sharp
 
@@ -299,3 +303,172 @@ def test_overflowing_scores_are_refused():
     x = [np.full((3, 2), 1e300), np.full((2, 2), -1e300)]
     with pytest.raises(_InputError, match="beyond float64"):
         gram(x, init_heads(4, 2))
+
+
+# ------------------------------------------------------------------ distinct atoms (issue 11)
+
+
+def _readme_tokens():
+    """The README's example with one repeated token: sample 2 has 8 tokens on 7 atoms."""
+    X = np.random.default_rng(0).normal(size=(6, 8, 3))
+    X[2, 7] = X[2, 0]
+    return list(X)
+
+
+def _weighted_reference_features(laws, Q, b):
+    """F on atoms from the definition, one atom and one head at a time:
+    sqrt(m_a / H) * sum_k softmax_k(<Q_h x_a + b_h, x_k> + log m_k) x_k (scipy's softmax
+    max-shifts; the masses enter as log-weights, a route the tiled kernel does not take)."""
+    H = Q.shape[0]
+    rows = []
+    for law in laws:
+        X, m = law.atoms, law.masses
+        for a, x in enumerate(X):
+            rows.append(np.concatenate([softmax(X @ (Q[h] @ x + b[h]) + np.log(m)) @ X for h in range(H)])
+                        * np.sqrt(m[a] / H))
+    return np.array(rows)
+
+
+def _slot_to_atom(samples):
+    """P (slots x atoms) with P[(i,j),(i,a)] = 1/sqrt(c_ia) when token j of sample i is one of the
+    c_ia copies of atom a (atoms in order of first appearance, found by exact row equality)."""
+    cols, rows = [], []
+    col0 = 0
+    for X in samples:
+        first: dict[bytes, int] = {}
+        idx = [first.setdefault((x + 0.0).tobytes(), len(first)) for x in X]
+        counts = np.bincount(idx)
+        rows.extend(idx_j + col0 for idx_j in idx)
+        cols.append(counts[idx])
+        col0 += len(first)
+    P = np.zeros((len(rows), col0))
+    P[np.arange(len(rows)), rows] = 1.0 / np.sqrt(np.concatenate(cols))
+    return P
+
+
+@pytest.mark.parametrize(
+    "sizes, d, H, scale, chunk",
+    [
+        ([3, 5, 3, 5, 2], 3, 7, 1.0, 1 << 17),  # interleaved atom counts: the scatter buffer
+        ([4, 4, 4], 2, 9, 1.0, 7),  # tiny chunk: one law and one head per tile
+        ([4, 4, 6], 2, 9, 40.0, 1 << 17),  # score bound above 200: the max-shifted path
+    ],
+)
+def test_features_with_masses_match_reference(sizes, d, H, scale, chunk):
+    """Laws with unequal masses (given weights, and repeats): the tiled kernel against the
+    per-atom definition with the masses as log-weights. Laws of equal atom count with equal
+    and unequal masses share a group, so both the cancelling and the weighted softmax run.
+    Tolerance as in test_features_match_reference_loop (1e-12 of the row norm)."""
+    rng = np.random.default_rng(sum(sizes) + d)
+    laws = []
+    for i, n in enumerate(sizes):
+        X = rng.standard_normal((n, d))
+        laws.append(Empirical(X, rng.integers(1, 5, n).tolist()) if i % 2 else Empirical(X))
+    heads = init_heads(H, d, q_scale=scale, b_scale=scale, seed=d)
+    F = attention_features(laws, heads, chunk=chunk)
+    ref = _weighted_reference_features(laws, heads.Q, heads.b)
+    err = np.linalg.norm(F - ref, axis=1) / np.linalg.norm(ref, axis=1)
+    assert err.max() <= RTOL_FEATURES, err.max()
+
+
+@settings(max_examples=20)
+@given(S=token_sets(n=st.integers(1, 3), sizes=st.integers(1, 4), dim=st.integers(1, 3)),
+       repeats=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(1, 3)), min_size=1, max_size=4),
+       seed=st.integers(0, 2**16), data=st.data())
+@example(S=[np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]]), np.array([[1.0, 1.0], [-1.0, 0.0]])],
+         repeats=[(0, 0, 3), (1, 1, 1)], seed=0, data=None)
+def test_repeating_tokens_changes_only_the_masses(S, repeats, seed, data):
+    r"""Seed 003 section 3: the NTK acts on L^2(mu_i), where copies of a token are one point.
+
+    Exact relation tested, after repeating tokens of random samples (copies shuffled among
+    the other tokens): with P the slot -> atom isometry (P[(i,j),(i,a)] = c_ia^{-1/2} when
+    token j of sample i is one of the c_ia copies of atom a), the token-slot Gram G_slots
+    (weights 1/N_i, assembled independently from the definition one slot and one head at a
+    time) and the distinct-atom Gram G_atoms of ntkcheck (masses c_ia / N_i) satisfy
+
+        P^T G_slots P = G_atoms   and   spec(G_slots) = spec(G_atoms) + (M_slots - M_atoms) zeros,
+
+    i.e. repeating tokens changes the spectrum only through the masses, and the only
+    eigenvalues the slot assembly adds are the spurious zeros of the copies.
+    """
+    X = [x.copy() for x in S]
+    for i, j, c in repeats:
+        i %= len(X)
+        j %= len(X[i])
+        X[i] = np.vstack([X[i], np.repeat(X[i][j:j + 1], c, axis=0)])
+    if data is not None:
+        X = [x[data.draw(st.permutations(range(len(x))))] for x in X]
+    d = X[0].shape[1]
+    M_slots = sum(len(x) for x in X)
+    heads = init_heads(int(np.ceil(2 * M_slots / d)), d, seed=seed)
+    Fs = _reference_features(X, heads.Q, heads.b)
+    Gs = Fs @ Fs.T
+    P = _slot_to_atom(X)
+    F = attention_features(X, heads)
+    Ga = F @ F.T
+    assert F.shape[0] == P.shape[1] < M_slots
+    # features agree to 1e-12 of their row norm (test_features_match_reference_loop), so
+    # inner products of rows, and their combinations by the isometry P, to ~1e-12 of max |G|
+    scale = max(np.abs(Gs).max(), 1e-300)
+    np.testing.assert_allclose(P.T @ Gs @ P, Ga, rtol=0, atol=1e-11 * scale)
+    np.testing.assert_allclose(Gs, P @ Ga @ P.T, rtol=0, atol=1e-11 * scale)
+    ev_slots = np.linalg.eigvalsh(Gs)
+    res = gram(X, heads, method="svd")
+    expected = np.sort(np.concatenate([res.eigenvalues, np.zeros(M_slots - res.atoms)]))
+    # Weyl: |delta lambda| <= ||delta G||_2 <= M 1e-11 max|G|; eigvalsh adds ~M eps lambda_max
+    np.testing.assert_allclose(ev_slots, expected, rtol=0, atol=1e-10 * max(ev_slots[-1], 1e-300))
+
+
+def test_readme_repeated_token_gram_is_positive():
+    """The README example with X[2, 7] = X[2, 0] at the screen's default heads (H d >= 4 M):
+    the slot assembly (independent reference) has one exact zero from the two copies; the
+    atom Gram drops exactly that eigenvalue, and its positivity is certified in Arb."""
+    X = _readme_tokens()
+    heads = init_heads(default_head_count(47, 3), 3)
+    res = gram(X, heads)
+    assert (res.atoms, res.tokens) == (47, 48)
+    assert res.samples[2] == SampleSize(tokens=8, atoms=7, max_multiplicity=2)
+    assert res.samples[0] == SampleSize(tokens=8, atoms=8, max_multiplicity=1)
+    assert any("sample 2 (8 tokens on 7 atoms, largest multiplicity 2)" in n for n in res.notes)
+    Fs = _reference_features(X, heads.Q, heads.b)
+    ev = np.linalg.eigvalsh(Fs @ Fs.T)
+    # the spurious zero of the slot assembly: rounding only (~M eps lambda_max)
+    assert ev[0] <= 1e-13 * ev[-1]
+    # the rest of the slot spectrum is the atom spectrum (Weyl, as in the property test)
+    np.testing.assert_allclose(ev[1:], res.eigenvalues, rtol=0, atol=1e-10 * ev[-1])
+    assert res.status == "positive" and res.relative_lambda_min > 1e-5
+    assert res.kernel_observed == 0
+    cert = certify_lambda_min(X, heads)
+    # rigorous: 0 < lower bound <= lambda_min (float, itself accurate to ~1e-12 relative here)
+    assert cert.positive and 0 < cert.lower_bound <= res.lambda_min * (1 + 1e-9)
+
+
+def test_arb_gram_uses_the_masses():
+    """The Arb Gram (exact rational masses in balls) encloses the float64 Gram on atoms, for
+    laws with repeats and given weights: midpoints agree to float rounding (1e-12 of max |G|)
+    and every ball is tight (radius below 1e-20 at 128 bits)."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((3, 2))
+    laws = [Empirical(np.vstack([X, X[:1]])), Empirical(rng.standard_normal((2, 2)), ["0.25", "0.75"])]
+    heads = init_heads(5, 2, seed=2)
+    G = gram_matrix_arb(laws, heads, 128)
+    mid = np.array([[float(G[r, c].mid()) for c in range(G.ncols())] for r in range(G.nrows())])
+    rad = np.array([[float(G[r, c].rad()) for c in range(G.ncols())] for r in range(G.nrows())])
+    F = attention_features(laws, heads)
+    assert mid.shape == (5, 5)
+    np.testing.assert_allclose(mid, F @ F.T, rtol=0, atol=1e-12 * np.abs(mid).max())
+    assert rad.max() < 1e-20
+
+
+def test_kernel_observed_counts_the_floor():
+    """A duplicated sample of m atoms puts m eigenvalues at the rounding floor (SVD route),
+    reported with the gap to the next one."""
+    rng = np.random.default_rng(1)
+    S = [rng.standard_normal((3, 2)) for _ in range(3)]
+    S.append(S[1].copy())
+    res = gram(S, init_heads(16, 2, seed=0))
+    assert res.method == "svd" and res.kernel_observed == 3
+    ev = np.asarray(res.eigenvalues) / res.lambda_max
+    # exact zeros come out near (eps ||F||)^2; the next eigenvalue is O(1e-4) here
+    assert ev[2] <= 1e-26 < 1e-8 < ev[3]
+    assert res.next_relative_eigenvalue == pytest.approx(ev[3], rel=1e-12)

@@ -27,18 +27,37 @@ def test_bundled_dataset_shows_both_outcomes(bundled_report):
     assert r.crosscheck.statement == "necessity" and r.crosscheck.agreement == "agrees"
     assert r.complement_indices == (0, 1, 2, 3)
     assert r.complement.weak.independent and r.complement.gram.positive and r.complement.agreement == "agrees"
-    # seed 002 Thm. 8.5 with depth T: the NTK, hence the rate, scales by T
-    assert r.lambda_0 == pytest.approx(2.0 * r.gram.lambda_min, rel=1e-15)
-    assert "L_K" in r.rate_caveat
+    # lambda_0 is named after what it is under the screen's convention (issue 10), not Thm. 8.5's rate
+    assert "Not the rate of seed 002 Thm. 8.5" in r.rate_caveat and "L_K" in r.rate_caveat
     json.dumps(r.to_dict())
     assert "cross-check" in r.table()
 
 
-def test_independent_screen_rate_is_positive():
-    S = load_samples(bundled_path())[:4]
-    r = screen(S, heads=40, seed=3, depth_T=3.0, certify=False)
+def test_independent_screen_rate_is_the_ntk_of_its_convention():
+    """lambda_0 under the screen's convention (depth T, every layer's heads from the same law,
+    per-token loss without the 1/n) against the NTK of that model from its definition: a
+    one-layer model carrying the screen's heads, K = m W^1/2 J J^T W^1/2 with J by central
+    differences of ``dynamics.forward`` (no Gram code), mobility m = H / tau, times n for the
+    loss normalisation. FD error ~1e-9 relative to lambda_max."""
+    from ntkcheck.dynamics import AttentionParams, forward
+
+    S = [np.asarray(x) for x in load_samples(bundled_path())[:4]]
+    T, H, d, n = 3.0, 40, S[0].shape[1], 4
+    heads = init_heads(H, d, seed=3)
+    r = screen(S, heads=heads, depth_T=T, certify=False)
     assert r.weak.independent and r.gram.positive and r.complement is None
-    assert r.lambda_0 == pytest.approx(3.0 * r.gram.lambda_min, rel=1e-15) and r.lambda_0 > 0
+    Q, b = np.asarray(heads.Q)[None], np.asarray(heads.b)[None]
+    p = AttentionParams(np.zeros_like(Q), Q, b)  # per-layer parameters, one layer of depth T
+
+    def z(vec):
+        return np.concatenate([(o / np.sqrt(n * len(o))).ravel() for o in forward(S, p.unflat(vec), layers=1, T=T)])
+
+    v, h = p.flat(), 1e-6
+    nv = p.V.size  # at FixUp only V moves the outputs: the Q, b columns of J vanish
+    J = np.stack([(z(v + h * e) - z(v - h * e)) / (2 * h) for e in np.eye(v.size)[:nv]], axis=1)
+    ev = np.linalg.eigvalsh((H / T) * (J @ J.T)) * n
+    assert r.lambda_0 > 0
+    np.testing.assert_allclose(r.lambda_0, ev[0], rtol=0, atol=1e-8 * ev[-1])
 
 
 def test_cli_screen_json_and_plot(capsys, tmp_path):
@@ -116,3 +135,83 @@ def test_cli_screen_head_options_reach_the_report(capsys):
     assert d["gram"]["heads"] == 60
     assert cli.main(["screen", "--heads", "60", "--q-scale", "2", "--seed", "3", "--no-certify"]) == 0
     assert "q_scale 2, b_scale 1, seed 3" in capsys.readouterr().out
+
+
+
+# ---------------------------------------------------------------------- issue 11
+
+
+def test_readme_repeated_token_screen(capsys, tmp_path):
+    """README example with X[2, 7] = X[2, 0]: Gram positive on 47 atoms, cross-check agrees,
+    per-sample tokens / distinct atoms / largest multiplicity and a merge note, in text and JSON
+    (before issue 11: lambda_min 1.8e-32 and 'disagrees')."""
+    X = np.random.default_rng(0).normal(size=(6, 8, 3))
+    X[2, 7] = X[2, 0]
+    f = tmp_path / "my_tokens.npy"
+    np.save(f, X)
+    assert cli.main(["screen", str(f), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["gram"]["status"] == "positive" and d["crosscheck"]["agreement"] == "agrees"
+    assert (d["gram"]["atoms"], d["gram"]["tokens"], d["gram"]["heads"]) == (47, 48, 63)  # ceil(4 * 47 / 3)
+    assert d["samples"][2]["tokens"] == 8 and d["samples"][2]["distinct"] == 7
+    assert d["samples"][2]["max_multiplicity"] == 2 and d["samples"][1]["max_multiplicity"] == 1
+    assert d["kernel"]["predicted"] == d["kernel"]["observed"] == 0
+    assert cli.main(["screen", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "M = 47 distinct atoms (48 tokens)" in out and "max mult" in out
+    assert "sample 2 (8 tokens on 7 atoms, largest multiplicity 2)" in out
+    assert "cross-check:          agrees" in out
+
+
+def _structured_file(tmp_path):
+    """10 random samples (5 tokens, d = 8, on the 2^-20 grid), then sample 10 = sample 3,
+    sample 11 = sample 5 + shift, samples 12, 13, 14 = X, Y and the law of X + Y."""
+    rng = np.random.default_rng(5)
+    grid = lambda a: np.round(np.asarray(a) * 2**20) / 2**20  # noqa: E731
+    S = [grid(rng.standard_normal((5, 8))) for _ in range(10)]
+    S.append(S[3][::-1].copy())
+    S.append(S[5] + grid(3 * rng.standard_normal(8)))
+    Xp, Yp = grid(rng.standard_normal((2, 8))), grid(rng.standard_normal((2, 8)))
+    S += [Xp, Yp, (Xp[:, None, :] + Yp[None, :, :]).reshape(-1, 8)]
+    f = tmp_path / "structured.npz"
+    np.savez(f, **{f"sample_{i}": x for i, x in enumerate(S)})
+    return f
+
+
+EXPECTED_NAMES = [
+    "sample 10 is sample 3 (equal laws)",
+    "sample 11 is sample 5 translated by",
+    "sample 14 is the law of X+Y, X ~ sample 12, Y ~ sample 13 independent",
+]
+
+
+def test_cli_names_duplicates_translates_products(capsys, tmp_path):
+    """Duplicates, translates (with the shift) and products by name, in text and JSON, for
+    `screen` and `gram`; predicted kernel 5 (the duplicate's 5 shared atoms; the translate and
+    the product share none) = observed 5."""
+    f = _structured_file(tmp_path)
+    assert cli.main(["screen", str(f), "--json", "--no-certify"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    kinds = [r["kind"] for r in d["structure"]["relations"]]
+    assert kinds == ["duplicate", "translate", "product"]
+    for got, want in zip(d["structure"]["sentences"], EXPECTED_NAMES, strict=True):
+        assert got.startswith(want)
+    assert d["structure"]["relations"][1]["shift"] is not None
+    assert d["structure"]["exact"] and d["kernel"]["status"] == "equal"
+    assert d["kernel"]["predicted"] == d["kernel"]["observed"] == 5
+    assert cli.main(["screen", str(f), "--no-certify"]) == 0
+    out = capsys.readouterr().out
+    for want in EXPECTED_NAMES:
+        assert want in out
+    assert "kernel dimension    predicted 5, observed 5 eigenvalues at the rounding floor" in out
+    assert cli.main(["gram", str(f)]) == 0
+    out = capsys.readouterr().out
+    for want in EXPECTED_NAMES:
+        assert want in out
+    assert "predicted 5, observed 5" in out
+    assert cli.main(["gram", str(f), "--json"]) == 0
+    g = json.loads(capsys.readouterr().out)
+    assert g["kernel"]["predicted"] == g["kernel"]["observed"] == g["kernel_observed"] == 5
+    assert [r["kind"] for r in g["structure"]["relations"]] == kinds
+    assert cli.main(["gram", str(f), "--json", "--no-structure"]) == 0
+    assert json.loads(capsys.readouterr().out)["structure"] is None

@@ -1,7 +1,10 @@
 """``ntkcheck screen [PATH]`` and ``ntkcheck gram PATH``: initialisation screening and the NTK Gram.
 
-Both parse, call :func:`ntkcheck.screen.screen` / :func:`ntkcheck.gram.gram`, and print a
-table or (``--json``) exactly one JSON object.
+Both parse, turn the token file into empirical laws once (repeated tokens of a sample
+become one atom with their mass), call :func:`ntkcheck.screen.screen` /
+:func:`ntkcheck.gram.gram` (with the dependence structure of
+:func:`ntkcheck.structure.dependence_structure`), and print a table or (``--json``)
+exactly one JSON object.
 """
 
 from __future__ import annotations
@@ -9,16 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
+from ..families import as_laws
 from ..io import bundled_path, load_samples
 from ._args import nonnegative_float, positive_int
 
 
 def _head_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heads", type=positive_int, default=None,
-                   help="number of heads H (default: ceil(4 M / d), so that H d >= 4 M)")
+                   help="number of heads H (default: ceil(4 M / d), so that H d >= 4 M; M = distinct atoms "
+                   "summed over the samples)")
     p.add_argument("--q-scale", type=nonnegative_float, default=1.0, help="scale of the Q entries (default 1)")
     p.add_argument("--b-scale", type=nonnegative_float, default=1.0, help="scale of the b entries (default 1)")
     p.add_argument("--dist", choices=("gaussian", "uniform"), default="gaussian", help="head init law")
@@ -32,7 +38,7 @@ def _head_options(p: argparse.ArgumentParser) -> None:
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "screen",
-        help="screen token data at FixUp: CGF verdicts, NTK Gram, cross-check, convergence rate",
+        help="screen token data at FixUp: CGF verdicts, NTK Gram, cross-check, NTK lambda_0",
         description="Screen token samples at FixUp initialisation (seed 003 Prop. 8, seed 002 Thm. 8.5). "
         "Without PATH, screens the bundled example dataset.",
     )
@@ -41,31 +47,39 @@ def register(subparsers: Any) -> None:
     p.add_argument("--depth-T", type=float, default=1.0, help="model depth T (the NTK scales by T; default 1)")
     p.add_argument("--plot", metavar="FILE.png", default=None, help="write the Gram spectrum and CGF plot")
     p.add_argument("--no-certify", action="store_true", help="skip the Arb certificate of the Gram")
+    p.add_argument("--thm85", action="store_true",
+                   help="also give the rate of seed 002 Thm. 8.5: lambda_min of the readout-loss NTK with heads "
+                   "shared over depth T (T^2 G_r); guaranteed only below the corrected eq. 30 (see ntkcheck flow)")
     p.set_defaults(func=run)
 
     g = subparsers.add_parser(
         "gram",
         help="the attention NTK Gram at FixUp: lambda_min, lambda_max, condition",
-        description="Spectrum of the NTK Gram W^1/2 K W^1/2 = F F^T at FixUp (MATH.md section 3).",
+        description="Spectrum of the NTK Gram W^1/2 K W^1/2 = F F^T at FixUp on the samples' distinct atoms "
+        "(weights: their masses), the dependence structure (duplicates, translates, products, Diracs) and the "
+        "kernel dimension it predicts beside the eigenvalues observed at the rounding floor.",
     )
     g.add_argument("path", help=".npy (n, N, d) or .npz (sample_0, ...) token file")
     _head_options(g)
     g.add_argument("--certify", action="store_true",
-                   help="certify positivity in Arb when float64 cannot (M <= 256)")
+                   help="rigorous lower bound on lambda_min in Arb (M <= 256 distinct atoms); without it a "
+                   "positive Gram is only seen in float64")
+    g.add_argument("--no-structure", action="store_true",
+                   help="skip the dependence structure and the predicted kernel dimension")
     g.set_defaults(func=run_gram)
 
 
-def _heads_for(args: argparse.Namespace, samples: list) -> Any:
-    from ..gram import init_heads
+def _heads_for(args: argparse.Namespace, laws: list) -> Any:
+    from ..gram import _atom_count, init_heads
     from ..screen import default_head_count, load_heads
 
-    d = samples[0].shape[1]
+    d = laws[0].dim
     if args.heads_file is not None:
         h = load_heads(args.heads_file)
         if h.dim != d:
             raise InputError(f"{args.heads_file}: heads have dimension {h.dim}, the tokens have dimension {d}")
         return h
-    M = sum(s.shape[0] for s in samples)
+    M = _atom_count(laws)
     H = args.heads if args.heads is not None else default_head_count(M, d)
     return init_heads(H, d, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed)
 
@@ -74,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from ..screen import plot_report, screen
 
     path = args.path if args.path is not None else bundled_path("screen_default.npz")
-    samples = load_samples(path)
+    samples = as_laws(load_samples(path))
     if not (math.isfinite(args.depth_T) and args.depth_T > 0):
         raise InputError(f"--depth-T: expected a positive number, got {args.depth_T}")
     # explicit heads from a file; otherwise let screen() draw them so the report names the init spec
@@ -83,37 +97,80 @@ def run(args: argparse.Namespace) -> int:
                     depth_T=args.depth_T, certify=not args.no_certify, progress=args.progress)
     if args.plot:
         plot_report(report, samples, args.plot)
+    thm85 = _thm85(args, samples) if args.thm85 else None
     if args.json:
         d = report.to_dict()
         d["path"] = str(path)
         d["plot"] = args.plot
+        if thm85 is not None:
+            d["thm85"] = thm85
         print(json.dumps(d))
     else:
         print(f"ntkcheck screen: {path}")
         print(report.table())
+        if thm85 is not None:
+            print(f"Thm. 8.5 rate:        lambda_0 = T^2 lambda_min(G_r) = {thm85['lambda_0']:.4g}, Lambda = "
+                  f"{thm85['lambda_max_0']:.4g}  (readout loss, heads shared over depth T = {args.depth_T:g})")
+            print(f"  {thm85['caveat']}")
         if args.plot:
             print(f"plot written to {args.plot}")
     return 0
 
 
-def run_gram(args: argparse.Namespace) -> int:
-    from ..gram import gram
+def _thm85(args: argparse.Namespace, laws: list) -> dict[str, Any]:
+    """Seed 002 Thm. 8.5's lambda_0 and Lambda at FixUp for the screen's heads (ntkcheck.lipschitz)."""
+    from ..lipschitz import readout_ntk_fixup
 
-    samples = load_samples(args.path)
-    heads = _heads_for(args, samples)
-    res = gram(samples, heads, certify=args.certify, progress=args.progress)
+    h = _heads_for(args, laws)
+    ev = readout_ntk_fixup(laws, h.Q, h.b, T=args.depth_T)
+    return {"lambda_0": float(ev[0]), "lambda_max_0": float(ev[-1]), "loss": "readout", "heads": "shared over depth",
+            "depth_T": float(args.depth_T),
+            "caveat": "eq. 31 rate lambda_0 (the loss decays at 2 lambda_0 near FixUp); guaranteed only when the initial "
+                      "loss is below lambda_0^4 / (16 L_K^2 (2 Lambda + lambda_0)) with a certified L_K: ntkcheck flow "
+                      "reports that certificate for given targets"}
+
+
+def run_gram(args: argparse.Namespace) -> int:
+    from ..crosscheck import KernelComparison, subspace_residual
+    from ..gram import MAX_CERTIFY_TOKENS, _certify, _features, gram
+    from ..structure import dependence_structure
+
+    laws = as_laws(load_samples(args.path))
+    heads = _heads_for(args, laws)
+    res = gram(laws, heads, certify=args.certify, progress=args.progress)
+    if args.certify and res.positive and res.certified is None and res.atoms <= MAX_CERTIFY_TOKENS:
+        # float64 saw it positive: --certify asks for the rigorous lower bound as well
+        cert = _certify(laws, heads)
+        res = replace(res, certified=cert, notes=(*res.notes, "positivity certified in Arb ball arithmetic"
+                                                  if cert.positive else "Arb certification inconclusive"))
+    st = kc = None
+    if not args.no_structure:
+        st = dependence_structure(laws)
+        sub = (None if st.kernel_basis is None else
+               subspace_residual(_features(laws, heads), st.kernel_basis, math.sqrt(res.lambda_max)))
+        kc = KernelComparison.of(st, res, sub)
     if args.json:
-        print(json.dumps(res.to_dict()))
+        d = res.to_dict()
+        d["structure"] = None if st is None else st.to_dict()
+        d["kernel"] = None if kc is None else kc.to_dict()
+        print(json.dumps(d))
         return 0
     print(f"NTK Gram at FixUp for {args.path}")
-    print(f"  token slots M        {res.tokens}")
+    print(f"  size M               {res.atoms} distinct atoms ({res.tokens} tokens)")
     print(f"  heads H, dim d       {res.heads}, {res.dim}")
     print(f"  lambda_min           {res.lambda_min:.6g}   (relative {res.relative_lambda_min:.3g})")
     print(f"  lambda_max           {res.lambda_max:.6g}")
     print(f"  condition            {res.condition:.3g}")
-    print(f"  status               {res.status}   (spectrum: {res.method})")
+    print(f"  status               {res.status_text()}   (spectrum: {res.method})")
     if res.certified is not None:
         print(f"  certificate          {res.certified!r}")
+    if st is not None and kc is not None:
+        lines = st.lines() or ["none named"]
+        print(f"  structure            {lines[0]}")
+        for line in lines[1:]:
+            print(f"                       {line}")
+        print(f"  kernel dimension     {kc.sentence()}")
+        print(f"                       ({'exact' if st.exact else 'lower bound'}: {st.certificate})")
     for n in res.notes:
         print(f"  note: {n}")
     return 0
