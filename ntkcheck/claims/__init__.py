@@ -2,16 +2,20 @@ r"""The seeds' claims, executable: a registry that hypothesis tries and ``ntkche
 
 Each :class:`Claim` holds an id (``"003.prop8.sufficiency"``), the seed and place, the
 statement in words, a checker of its hypotheses, a checker of its conclusion, a strategy
-of instances (from :mod:`ntkcheck.strategies`) and a status: ``"open"`` (no
-counterexample known) or ``"refuted"`` with the shrunk counterexample stored.
+of instances (from :mod:`ntkcheck.strategies`), the minimum number of instances that must
+hold in a run (``min_held``) with its inconclusive budget (``max_inconclusive``), and a
+status: ``"open"`` (no counterexample known) or ``"refuted"`` with the shrunk
+counterexample stored. A run fails a claim on a counterexample, a toolkit or checker
+error, or a shortfall of held instances.
 
 >>> from ntkcheck.claims import get, run_claim
 >>> rep = run_claim(get("003.ex6.translation"), examples=5)
 >>> rep.refuted, rep.tried > 0
 (0, True)
 
-References: seed 003 section 3 (Props. 5-12, Ex. 3-6, Remark 5), seed 002 Lemmas 3.1-3.2,
-Thm. 8.5; MATH.md.
+References: seed 003 ("Training Infinitely Deep and Wide Transformers") section 3 (Props.
+5-12, Ex. 3-6, Remark 5), seed 002 ("A Mean-Field Theory of Transformers") Lemmas 3.1-3.2,
+Thm. 8.5 (corrected constants); theory/.
 """
 
 from __future__ import annotations

@@ -98,6 +98,13 @@ class Claim:
         missing is listed and not run.
     cost : int
         Relative cost of one instance; the runner divides the example budget by it.
+    min_held : int
+        Instances (pinned cases included) that must hold in a run; the runner keeps drawing
+        past the budget until they do (or a cap of ``budget + 4 min_held`` draws) and fails
+        the claim when they do not.
+    max_inconclusive : float
+        Largest fraction of the checked instances that may be inconclusive (0 for claims
+        decided in exact arithmetic; a float threshold leaves a documented grey zone).
     """
 
     id: str
@@ -112,8 +119,14 @@ class Claim:
     examples: tuple[Callable[[], Instance], ...] = ()
     requires: tuple[str, ...] = ()
     cost: int = 1
+    min_held: int = 1
+    max_inconclusive: float = 0.0
 
     def __post_init__(self) -> None:
+        if int(self.min_held) != self.min_held or self.min_held < 0:
+            raise ValueError(f"claim {self.id}: min_held must be a non-negative integer, got {self.min_held!r}")
+        if not 0.0 <= self.max_inconclusive <= 1.0:
+            raise ValueError(f"claim {self.id}: max_inconclusive is a fraction in [0, 1], got {self.max_inconclusive!r}")
         if self.status not in ("open", "refuted"):
             raise ValueError(f"claim {self.id}: status must be 'open' or 'refuted', got {self.status!r}")
         if self.status == "refuted" and self.counterexample is None:
@@ -145,6 +158,8 @@ class Claim:
             "status": self.status,
             "counterexample": None if self.counterexample is None else describe(self.counterexample),
             "requires": list(self.requires),
+            "min_held": self.min_held,
+            "max_inconclusive": self.max_inconclusive,
         }
 
     def __repr__(self) -> str:
@@ -154,15 +169,16 @@ class Claim:
 def check_instance(claim: Claim, instance: Instance) -> Check:
     """Run the hypothesis checker, then (if met) the conclusion checker, on one instance.
 
-    Errors that ntkcheck raises on inputs it cannot handle (``NtkcheckError``) make the
-    instance inconclusive; any other exception propagates (it is a bug, not a verdict).
+    An error ntkcheck raises (``NtkcheckError``) while checking an instance is a failure:
+    the toolkit refused an input the claim covers. Any other exception propagates (a bug
+    of the checker; the runner reports it and fails the claim).
     """
     try:
         if not claim.hypothesis(instance):
             return Check(Outcome.SKIPPED, "hypotheses not met")
         return claim.conclusion(instance)
     except NtkcheckError as exc:
-        return Check.inconclusive(f"{type(exc).__name__}: {exc}")
+        return Check.failed(f"toolkit error {type(exc).__name__}: {exc}")
 
 
 def describe(x: Any) -> Any:
@@ -190,10 +206,13 @@ def describe(x: Any) -> Any:
 class ClaimReport:
     """What running a claim on a budget of instances showed.
 
-    ``tried`` counts instances meeting the hypotheses (``skipped`` the others);
-    ``refuted`` the failing ones (hypothesis stops at the first failure and shrinks it:
-    the shrunk instance is ``counterexample``). ``unexpected`` is True when the claim
-    failed (or the runner raised) without being marked refuted in the registry.
+    Counts per status: ``tried`` instances met the hypotheses (``skipped`` the others), of
+    which ``held``, ``refuted`` (0 or 1: hypothesis stops at the first failure and shrinks
+    it, the shrunk instance is ``counterexample``) and ``inconclusive``. ``shortfall`` says
+    why a run that found no counterexample still fails the claim (fewer than ``min_held``
+    held, or more than ``max_inconclusive`` of the checked instances inconclusive).
+    ``unexpected`` is True when an open claim failed, fell short or its checker raised, or
+    when a claim marked refuted no longer reproduces its counterexample.
     """
 
     id: str
@@ -209,10 +228,19 @@ class ClaimReport:
     detail: str = ""
     error: str = ""
     ran: bool = True
+    min_held: int = 0
+    max_inconclusive: float = 0.0
+    shortfall: str = ""
 
     @property
     def unexpected(self) -> bool:
-        return bool(self.error) or (self.refuted > 0 and self.status != "refuted")
+        if self.error:
+            return True
+        if not self.ran:
+            return False
+        if self.status == "refuted":
+            return self.refuted == 0
+        return self.refuted > 0 or bool(self.shortfall)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -229,6 +257,9 @@ class ClaimReport:
             "detail": self.detail,
             "error": self.error,
             "ran": self.ran,
+            "min_held": self.min_held,
+            "max_inconclusive": self.max_inconclusive,
+            "shortfall": self.shortfall,
             "unexpected": self.unexpected,
         }
 
@@ -270,8 +301,26 @@ class _Tally:
                 self.details.append(chk.detail)
 
 
+def _shortfall(claim: Claim, tally: _Tally) -> str:
+    if tally.failed or claim.status == "refuted":
+        return ""
+    why = []
+    if tally.held < claim.min_held:
+        why.append(f"{tally.held} instances held, the claim needs at least {claim.min_held} "
+                   f"({tally.skipped} skipped, {tally.inconclusive} inconclusive)")
+    if tally.tried and tally.inconclusive > claim.max_inconclusive * tally.tried:
+        why.append(f"{tally.inconclusive} of {tally.tried} checked instances inconclusive, "
+                   f"more than the budget {claim.max_inconclusive:.0%}")
+    return "; ".join(why)
+
+
 def run_claim(claim: Claim, *, examples: int = 20, seed: int = 0, shrink: bool = True) -> ClaimReport:
-    """Try ``claim`` on its pinned cases and on up to ``examples // claim.cost`` drawn instances.
+    """Try ``claim`` on its pinned cases and on at least ``examples // claim.cost`` drawn instances.
+
+    Drawing continues past that budget until ``claim.min_held`` instances have held (at
+    most ``budget + 4 * min_held`` draws). The report fails the claim (``unexpected``) on a
+    counterexample, a checker error, hypothesis giving up (``Unsatisfiable``), fewer than
+    ``min_held`` instances held, or more than ``max_inconclusive`` of them inconclusive.
 
     Parameters
     ----------
@@ -285,7 +334,8 @@ def run_claim(claim: Claim, *, examples: int = 20, seed: int = 0, shrink: bool =
     t0 = time.perf_counter()
     if not claim.available():
         return ClaimReport(claim.id, claim.reference, claim.status, 0, 0, 0, 0, 0, 0.0,
-                           detail=f"not run: needs {', '.join(claim.requires)}", ran=False)
+                           detail=f"not run: needs {', '.join(claim.requires)}", ran=False,
+                           min_held=claim.min_held, max_inconclusive=claim.max_inconclusive)
     tally = _Tally()
     for make in claim.examples:
         inst = make()
@@ -294,14 +344,20 @@ def run_claim(claim: Claim, *, examples: int = 20, seed: int = 0, shrink: bool =
             break
     error = ""
     budget = max(1, int(examples) // max(1, claim.cost))
-    if not tally.failed and budget > 0:
+    if not tally.failed:
         phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
+        drawn = 0
 
         @_hseed(int(seed))
-        @settings(max_examples=budget, deadline=None, database=None, derandomize=False, phases=phases,
-                  suppress_health_check=list(HealthCheck), print_blob=False, report_multiple_bugs=False)
+        @settings(max_examples=budget + 4 * claim.min_held, deadline=None, database=None, derandomize=False,
+                  phases=phases, suppress_health_check=list(HealthCheck), print_blob=False,
+                  report_multiple_bugs=False)
         @given(claim.instances())
         def _trial(inst: Any) -> None:
+            nonlocal drawn
+            if not tally.failed and drawn >= budget and tally.held >= claim.min_held:
+                return  # budget spent and the minimum met: the remaining draws are not checked
+            drawn += 1
             chk = check_instance(claim, inst)
             tally.add(chk, inst)
             if chk.outcome is Outcome.FAILED:
@@ -311,8 +367,8 @@ def run_claim(claim: Claim, *, examples: int = 20, seed: int = 0, shrink: bool =
             _trial()
         except _Counterexample:
             pass
-        except Unsatisfiable:
-            pass
+        except Unsatisfiable as exc:
+            error = f"Unsatisfiable: hypothesis could not draw instances ({exc})"
         except Exception as exc:  # a checker bug: report it, do not hide it
             error = f"{type(exc).__name__}: {exc}"
     cex = describe(tally.last) if tally.failed else None
@@ -320,4 +376,5 @@ def run_claim(claim: Claim, *, examples: int = 20, seed: int = 0, shrink: bool =
     return ClaimReport(
         claim.id, claim.reference, claim.status, tally.tried, tally.held, int(tally.failed),
         tally.inconclusive, tally.skipped, time.perf_counter() - t0, cex, detail, error,
+        min_held=claim.min_held, max_inconclusive=claim.max_inconclusive, shortfall=_shortfall(claim, tally),
     )

@@ -5,7 +5,7 @@ Prop. 7 is checked against the exact rank of the joint cumulant tensors (not thr
 ``decide``, which applies Prop. 7 internally); Prop. 9 and the families against
 ``decide(..., method="exact")`` (rank over Q, no sufficient-condition shortcut);
 the NTK claims against the Gram of ``ntkcheck.gram``, which Prop. 5 is checked against
-a Gram assembled here from the definition (MATH.md section 3).
+a Gram assembled here from the definition (theory/ntk-prop8.md).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = ["CLAIMS_003", "reference_gram_eigenvalues", "POSITIVE_REL", "SINGULAR
 
 #: relative lambda_min above which a Gram counts as positive definite: far above the
 #: float64 floor (~1e-16 relative) and below the 1e-4..1e-6 measured on positive cases
-#: of this size (MATH.md section 3 table)
+#: of this size (the table of theory/ntk-prop8.md)
 POSITIVE_REL = 1e-9
 #: relative lambda_min below which a Gram counts as singular (a few hundred ulps)
 SINGULAR_REL = 1e-12
@@ -64,7 +64,7 @@ def _exact_rank(rows: list[list[Fraction]]) -> int:
 
 
 def weak_rank_reference(samples: list[np.ndarray], K: int) -> int:
-    """Exact rank of the joint cumulant tensors of orders 2..K (rows: samples), MATH.md section 2."""
+    """Exact rank of the joint cumulant tensors of orders 2..K (rows: samples), theory/cgf-independence.md."""
     rows = []
     for x in samples:
         idx, vals = joint_cumulants(x, K, exact=True)
@@ -87,7 +87,7 @@ def _features(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray) -> np.nda
 def reference_gram_eigenvalues(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray) -> np.ndarray:
     r"""Eigenvalues (ascending, length M) of :math:`W^{1/2} K W^{1/2}` assembled from the definition.
 
-    From the singular values of the weighted feature matrix (MATH.md section 3: not by
+    From the singular values of the weighted feature matrix (theory/ntk-prop8.md: not by
     forming ``K``), padded with zeros when ``H d < M``.
     """
     F = _features(samples, Q, b)
@@ -104,10 +104,17 @@ def _toolkit_gram(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray) -> tu
     return float(res.lambda_min), float(res.lambda_max)
 
 
+def _toolkit_spectrum(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """All eigenvalues (ascending) of the NTK Gram computed by ``ntkcheck.gram``."""
+    _g = importlib.import_module("ntkcheck.gram")
+    res = _g.gram(samples, _g.Heads(Q, b))
+    return np.sort(np.asarray(res.eigenvalues, dtype=np.float64))
+
+
 def _heads_for(samples: list[np.ndarray], seed: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     M = sum(x.shape[0] for x in samples)
     d = samples[0].shape[1]
-    # H d >= 4 M: comfortably past the rank bound H d >= M (MATH.md section 3)
+    # H d >= 4 M: comfortably past the rank bound H d >= M (theory/ntk-prop8.md)
     H = max(8, -(-4 * M // d))
     rng = np.random.default_rng(seed)
     return rng.standard_normal((H, d, d)) * scale, rng.standard_normal((H, d)) * scale
@@ -117,11 +124,15 @@ def _gram_positive(inst: Instance) -> Check:
     lo, hi = _toolkit_gram(inst["samples"], inst["Q"], inst["b"])
     rel = lo / hi if hi > 0 else 0.0
     what = f"Gram lambda_min/lambda_max = {rel:.3e} (H = {inst['Q'].shape[0]})"
+    if hi <= 0:
+        return Check.failed(what + ": the Gram is zero")
     if rel >= POSITIVE_REL:
         return Check.held(what)
-    if rel <= SINGULAR_REL:
-        return Check.failed(what + ": singular")
-    return Check.inconclusive(what + ": between the float floor and the positivity threshold")
+    # a float lambda_min near 0 does not prove a kernel (injective maps can be arbitrarily
+    # ill-conditioned: nearly collinear tokens in d = 1 give 1e-14..1e-25): inconclusive,
+    # counted against the claim's inconclusive budget
+    return Check.inconclusive(what + (": at the float floor" if rel <= SINGULAR_REL else
+                                      ": between the float floor and the positivity threshold"))
 
 
 def _gram_singular(inst: Instance) -> Check:
@@ -153,10 +164,16 @@ def _with_heads(samples_strategy: st.SearchStrategy[Any], scale: float = 1.0) ->
 
 
 def _small_sets(dim: Any = None) -> st.SearchStrategy[list[np.ndarray]]:
-    dim = st.integers(2, 3) if dim is None else dim
+    # weakly independent token sets of every kind the hypothesis allows: i.i.d. tokens,
+    # grid tokens (coincidences, repeated gaps), samples sharing atoms (Prop. 8's first half
+    # does not ask for disjoint supports), single tokens and dimension 1 (the weak check
+    # then skips what is dependent)
+    dim = st.integers(1, 3) if dim is None else dim
     return st.one_of(
-        nst.token_sets(n=st.integers(1, 3), sizes=st.integers(2, 3), dim=dim),
-        nst.rational_token_sets(n=st.integers(1, 3), sizes=st.integers(2, 3), dim=dim, max_numerator=4, denominator=2),
+        nst.token_sets(n=st.integers(1, 3), sizes=st.integers(1, 4), dim=dim),
+        nst.rational_token_sets(n=st.integers(1, 3), sizes=st.integers(1, 3), dim=dim, max_numerator=4, denominator=2),
+        nst.shared_atom_token_sets(n=st.integers(2, 3), own=st.integers(1, 2), dim=dim, shared=st.integers(1, 2)).map(
+            lambda r: r[0]),
     )
 
 
@@ -237,12 +254,33 @@ def _overlap_ok(inst: Instance) -> bool:
     return len(common) >= need
 
 
-def _no_overlap_dependent(inst: Instance) -> bool:
-    xs = inst["samples"]
-    atoms = [tuple(r) for x in xs for r in x.tolist()]
-    if len(set(atoms)) < len(atoms):
+def relation_dimension_is_one(samples: list[np.ndarray], dec: Any) -> bool:
+    """Whether the weak relations among ``samples`` span exactly one dimension.
+
+    ``decide`` certified a dependence (so the dimension is >= 1); the exact rank of a
+    truncation (orders 2..K) of the cumulant rows is at most the rank of the full series,
+    so ``n - rank == 1`` bounds the dimension by 1.
+    """
+    if _verdict(dec) != "dependent" or dec.null_vector is None:
         return False
-    return _verdict(_decide(xs, "weak")) == "dependent"
+    n = len(samples)
+    return n - weak_rank_reference(samples, max(4, n + 3)) == 1
+
+
+def _one_relation_no_overlap(inst: Instance) -> bool:
+    """One weak relation c (dimension exactly one) and condition (34) fails for it."""
+    xs = inst["samples"]
+    dec = _decide(xs, "weak")
+    if not relation_dimension_is_one(xs, dec) or dec.affine is None:
+        return False
+    c = [Fraction(v) if not isinstance(v, float) else v for v in dec.null_vector]
+    support = [x for x, ci in zip(xs, c, strict=True) if ci != 0]
+    common = {tuple(r) for r in support[0].tolist()}
+    for x in support[1:]:
+        common &= {tuple(r) for r in x.tolist()}
+    need = 1 if all(Fraction(a) == 0 for a in dec.affine[0]) else 2
+    inst_cache(inst)["overlap"] = (len(common), need)
+    return len(common) < need
 
 
 def _overlap_instances() -> st.SearchStrategy[Any]:
@@ -251,24 +289,49 @@ def _overlap_instances() -> st.SearchStrategy[Any]:
 
 
 @st.composite
-def _no_overlap_sets(draw: Any) -> list[np.ndarray]:
-    # two-point products translated apart, and disjoint translates (shifts of order 1:
-    # far-apart samples saturate the softmax and push lambda_min towards the float
-    # floor, measured 1e-8..1e-16 at shift 8 against 1e-3..1e-7 at shift 1); atoms on the grid
-    # (1/32) Z^d so that sums are exact in float64 (the dependence is then exact) while
-    # the configurations are otherwise unstructured
+def _one_relation_sets(draw: Any) -> list[np.ndarray]:
+    """Token sets with a weak relation, with and without shared atoms, plus unrelated samples.
+
+    A translate, a two-point product (each sample translated on its own), a single Dirac
+    (at the origin or not) or several single Diracs (two or more relations: the cases
+    that refute the converse without the one-relation hypothesis), plus zero to two
+    random samples that take no part in the relation, in random order. Atoms on the grid
+    (1/32) Z^d so that sums are exact in float64 (the relation is then exact); shifts of
+    order 1 (far-apart samples saturate the softmax and push lambda_min towards the float
+    floor: measured 1e-8..1e-16 at shift 8 against 1e-3..1e-7 at shift 1).
+    """
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    d = draw(st.integers(2, 3))
+    d = draw(st.integers(1, 3))
 
     def grid(*shape: int) -> np.ndarray:
         return rng.integers(-48, 49, shape).astype(np.float64) / 32.0
 
-    if draw(st.booleans()):
-        u, v = grid(d), grid(d)
-        p, q, s = grid(d) + 1.0, grid(d) - 1.0, grid(d) + 2.0
-        return [np.stack([p, p + u]), np.stack([q, q + v]), np.stack([s, s + u, s + v, s + u + v])]
-    x = grid(draw(st.integers(2, 3)), d)
-    return [x, x + grid(d) + 1.0]
+    def nonzero() -> np.ndarray:
+        # steps of at least 1/4 in some coordinate: nearly coincident atoms make the Gram
+        # ill-conditioned beyond float64 (measured 1e-25 for steps of 1/32 in d = 1)
+        v = rng.integers(-6, 7, d).astype(np.float64) / 4.0
+        return v if np.any(v) else np.full(d, 0.5)
+
+    def spaced(N: int) -> np.ndarray:
+        x = grid(1, d) + np.cumsum([np.zeros(d)] + [nonzero() for _ in range(N - 1)], axis=0)
+        return np.unique(x, axis=0)
+
+    kind = draw(st.sampled_from(["translate", "product", "dirac", "diracs"]))
+    shift = draw(st.sampled_from([0.0, 1.0]))  # 0: the samples may share atoms
+    if kind == "translate":
+        x = spaced(draw(st.integers(2, 3)))
+        related = [x, x + nonzero() + shift]
+    elif kind == "product":
+        u, v = nonzero(), nonzero()
+        p, q, t = grid(d) + shift, grid(d) - shift, grid(d) + 2 * shift
+        related = [np.stack([p, p + u]), np.stack([q, q + v]), np.stack([t, t + u, t + v, t + u + v])]
+    elif kind == "dirac":
+        related = [grid(1, d) * draw(st.sampled_from([0.0, 1.0]))]
+    else:
+        related = [grid(1, d) for _ in range(draw(st.integers(2, 3)))]
+    others = [spaced(draw(st.integers(2, 3))) for _ in range(draw(st.integers(0, 2)))]
+    allx = related + others
+    return [allx[k] for k in rng.permutation(len(allx))]
 
 
 # ----------------------------------------------------------------------------- Prop. 9, 10
@@ -328,13 +391,34 @@ def _prop11_hyp(inst: Instance) -> bool:
     return all(v != 0 for v in lams) and len(set(lams)) == len(lams) and all(v != 0 for v in inst["a"])
 
 
+class _Prop11Form:
+    """A stand-in measure exposing only its Prop. 11 form (for ``conditions.vandermonde_condition``)."""
+
+    def __init__(self, lam: Fraction) -> None:
+        self.lam = lam
+
+    def vandermonde_form(self, w: Any) -> Any:
+        from ..families import VandermondeForm
+
+        return VandermondeForm("prop11-claim", self.lam, 1)
+
+
 def _prop11_concl(inst: Instance) -> Check:
-    # f_i(t) = sum_m a_m lambda_i^m t^{2m}: modulo affine functions (orders 0, 1) the
-    # functions are independent iff the coefficient rows of orders >= 2 are
+    # independently of the coefficient form: evaluate the (finite) series
+    # f_i(t) = sum_m a_m lambda_i^m t^{2m} exactly at 2 M + 3 rational points; the f_i are
+    # independent modulo affine functions iff the rows f_i(t_k) together with the rows
+    # 1 and t_k have full rank n + 2 (polynomials of degree 2M are determined by 2M + 1 values)
     lams, a = inst["lambdas"], inst["a"]
-    rows = [[a[m - 1] * lam**m for m in range(1, len(a) + 1)] for lam in lams]
+    M = len(a)
+    ts = [Fraction(k, 3) for k in range(-(M + 1), M + 2)]
+    rows = [[sum((a[m - 1] * lam**m * t ** (2 * m) for m in range(1, M + 1)), Fraction(0)) for t in ts] for lam in lams]
+    rows += [[Fraction(1)] * len(ts), list(ts)]
     r = _exact_rank(rows)
-    return Check.of(r == len(lams), f"exact rank {r} of {len(lams)} (orders 2..{2 * len(a)})")
+    # the toolkit's condition (what decide uses for Ex. 3-5, Prop. 12) must accept the hypothesis
+    cond = _conditions().vandermonde_condition([_Prop11Form(v) for v in lams], [Fraction(1)])
+    ok = r == len(lams) + 2 and bool(cond.holds)
+    return Check.of(ok, f"exact rank of (f_i(t_k); 1; t_k) at {len(ts)} points: {r} of {len(lams) + 2}; "
+                        f"vandermonde_condition holds: {cond.holds} {getattr(cond, 'reason', '')}".rstrip())
 
 
 # ----------------------------------------------------------------------------- families
@@ -450,23 +534,51 @@ def _prop5_instances() -> st.SearchStrategy[Any]:
     return _with_heads(nst.token_sets(n=st.integers(1, 3), sizes=st.integers(1, 4), dim=st.integers(1, 3)))
 
 
+def ntk_form(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray, p: np.ndarray) -> np.ndarray:
+    r"""The NTK quadratic form :math:`\kappa_\rho(p) = \frac1H\sum_h \|G[p](Q_h, b_h)\|^2` from its definition.
+
+    ``p`` holds one scalar adjoint per token slot, shape (M,) or a batch (k, M) (the
+    ``R^d``-valued adjoint acts componentwise);
+    :math:`G[p] = \sum_i \frac1{N_i}\sum_j p_{ij}\,\phi_i(x_{ij}; Q_h, b_h)` with the feature
+    from :func:`scipy.special.softmax` (not :func:`ntkcheck.cgf.cgf_gradient`). Returns
+    :math:`\kappa(p)`, shape () or (k,).
+    """
+    from scipy.special import softmax
+
+    H, d = Q.shape[0], samples[0].shape[1]
+    # phi[h, slot]: grad Lambda_i(Q_h x_ij + b_h), the softmax mean of sample i's tokens
+    phi = np.stack([np.concatenate([softmax((x @ Q[h].T + b[h]) @ x.T, axis=1) @ x for x in samples])
+                    for h in range(H)])
+    w = np.concatenate([np.full(x.shape[0], 1.0 / x.shape[0]) for x in samples])
+    P = np.atleast_2d(np.asarray(p, dtype=np.float64)) * w
+    G = np.einsum("km,hmd->khd", P, phi.reshape(H, -1, d))
+    kappa = np.einsum("khd,khd->k", G, G) / H
+    return kappa if np.ndim(p) == 2 else kappa[0]
+
+
 def _prop5_concl(inst: Instance) -> Check:
     samples, Q, b = inst["samples"], inst["Q"], inst["b"]
-    lo, hi = _toolkit_gram(samples, Q, b)
-    ev = reference_gram_eigenvalues(samples, Q, b)
-    # the Rayleigh quotient of the NTK form kappa(p) / sum_i ||p_i||^2_{L^2(mu_i)} at
-    # random adjoints p bounds lambda_min from above and lambda_max from below
-    F = _features(samples, Q, b)
-    rng = np.random.default_rng(1)
-    qs = []
-    for _ in range(8):
-        v = rng.standard_normal(F.shape[0])
-        qs.append(float(np.sum((F.T @ v) ** 2) / np.sum(v**2)))
-    # tolerance: float64 SVD of an O(1) matrix, relative to lambda_max
-    tol = 1e-9 * ev[-1]
-    ok = abs(lo - ev[0]) <= tol and abs(hi - ev[-1]) <= tol and lo <= min(qs) + tol and hi >= max(qs) - tol
-    return Check.of(ok, f"toolkit (lambda_min, lambda_max) = ({lo:.6e}, {hi:.6e}); "
-                        f"definition ({ev[0]:.6e}, {ev[-1]:.6e}); Rayleigh quotients in [{min(qs):.3e}, {max(qs):.3e}]")
+    ev_toolkit = _toolkit_spectrum(samples, Q, b)
+    # the form's matrix on the token slots by polarisation of kappa (its definition), and the
+    # L^2(mu_i) norms sum_i (1/N_i) sum_j p_ij^2 as the metric: lambda_min and lambda_max of
+    # kappa(p) / |p|^2 are the extreme generalised eigenvalues of (B, W)
+    w = np.concatenate([np.full(x.shape[0], 1.0 / x.shape[0]) for x in samples])
+    M = w.size
+    E = np.eye(M)
+    iu = np.triu_indices(M, 1)
+    vals = ntk_form(samples, Q, b, np.concatenate([E, E[iu[0]] + E[iu[1]]]))
+    diag = vals[:M]
+    B = np.diag(diag)
+    B[iu] = 0.5 * (vals[M:] - diag[iu[0]] - diag[iu[1]])
+    B[(iu[1], iu[0])] = B[iu]
+    ev_def = np.linalg.eigvalsh(B / np.sqrt(np.outer(w, w)))
+    # tolerance: two float64 routes to the spectrum of an O(1) matrix (polarisation loses
+    # ~1e-15 of lambda_max per entry); 1e-9 lambda_max leaves six orders of margin
+    tol = 1e-9 * max(ev_def[-1], 1e-300)
+    ok = ev_toolkit.shape == ev_def.shape and bool(np.all(np.abs(ev_toolkit - ev_def) <= tol))
+    worst = float(np.max(np.abs(ev_toolkit - ev_def))) if ev_toolkit.shape == ev_def.shape else float("inf")
+    return Check.of(ok, f"toolkit (lambda_min, lambda_max) = ({ev_toolkit[0]:.6e}, {ev_toolkit[-1]:.6e}); "
+                        f"the form's definition ({ev_def[0]:.6e}, {ev_def[-1]:.6e}); max eigenvalue gap {worst:.2e}")
 
 
 # ----------------------------------------------------------------------------- the registry
@@ -484,10 +596,11 @@ CLAIMS_003: list[Claim] = [
         seed="003", place="Prop. 5 / Def. 4-5",
         statement="The smallest eigenvalue of the NTK is the infimum of the NTK quadratic form kappa_rho(p) / "
                   "sum_i ||p_i||^2_{L^2(mu_i)}: the assembled Gram W^{1/2} K W^{1/2} (w_ij = 1/N_i) has the "
-                  "extreme eigenvalues of that form (MATH.md section 3).",
+                  "extreme eigenvalues of that form (theory/ntk-prop8.md).",
         hypothesis=lambda inst: True, conclusion=_prop5_concl, instances=_prop5_instances,
         examples=(_pin([[[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]], [[1.0, 1.0]]]),),
         requires=("ntkcheck.gram",),
+        min_held=10,
     ),
     Claim(
         id="003.prop7",
@@ -495,6 +608,7 @@ CLAIMS_003: list[Claim] = [
         statement="Strong independence (eq. 33) implies weak independence (eq. 32).",
         hypothesis=_prop7_hyp, conclusion=_prop7_concl, instances=_prop7_instances,
         examples=(lambda: {"samples": [np.asarray(s) for s in _RANDOM3]},),
+        min_held=5,
     ),
     Claim(
         id="003.prop8.sufficiency",
@@ -503,6 +617,7 @@ CLAIMS_003: list[Claim] = [
                   "contains an open set: the NTK map G is injective (the Gram is positive definite).",
         hypothesis=_weakly_independent, conclusion=_gram_positive, instances=lambda: _with_heads(_small_sets()),
         examples=(_pin(_RANDOM3),), requires=("ntkcheck.gram",), cost=2,
+        min_held=5, max_inconclusive=0.25,
     ),
     Claim(
         id="003.prop8.converse_overlap",
@@ -511,19 +626,26 @@ CLAIMS_003: list[Claim] = [
                   "atom (alpha = 0) or two atoms (alpha != 0), the NTK map G is not injective.",
         hypothesis=_overlap_ok, conclusion=_gram_singular, instances=_overlap_instances,
         examples=(_pin(_PRODUCT), _pin(_PROGRESSION)), requires=("ntkcheck.gram",), cost=2,
+        min_held=5, max_inconclusive=0.1,
     ),
     Claim(
         id="003.prop8.no_overlap",
-        seed="003", place="Prop. 8 (converse needs (34)); MATH.md section 3",
-        statement="Without condition (34) the converse fails: weakly dependent token sets with no shared atom "
-                  "(translated two-point products, disjoint translates) have a positive definite NTK Gram.",
-        hypothesis=_no_overlap_dependent, conclusion=_gram_positive,
-        instances=lambda: _with_heads(_no_overlap_sets()),
-        examples=(_pin(_PRODUCT_APART), _pin(_TRANSLATE_APART)), requires=("ntkcheck.gram",), cost=2,
+        seed="003", place="Prop. 8 (converse with one relation)",
+        statement="If the weak relations among the samples form a one-dimensional space, spanned by c with "
+                  "sum_i c_i Lambda_i = <alpha, a> + beta, and condition (34) fails for it (the samples with "
+                  "c_i != 0 share no atom when alpha = 0, fewer than two when alpha != 0), the NTK map G is "
+                  "injective: with one relation, Prop. 8's converse is an equivalence. (With two or more relations "
+                  "it is not: three single Diracs in d = 2, or {0.5}, {1.5}, {2, 3} in d = 1, share no atom and G "
+                  "is singular.)",
+        hypothesis=_one_relation_no_overlap, conclusion=_gram_positive,
+        instances=lambda: _with_heads(_one_relation_sets()),
+        examples=(_pin(_PRODUCT_APART), _pin(_TRANSLATE_APART), _pin([[[0.5, 0.25]], [[1.0, 0.0], [0.0, 1.5]]])),
+        requires=("ntkcheck.gram",), cost=2,
+        min_held=5, max_inconclusive=0.25,
     ),
     Claim(
         id="003.prop9.gap",
-        seed="003", place="Prop. 9 / Lemma 3 (condition (35), MATH.md section 4 form)",
+        seed="003", place="Prop. 9 / Lemma 3 (condition (35), theory/discrete-gap.md form)",
         statement="If along w every sample has two distinct projected atoms and the gaps between the two "
                   "largest (or two smallest) projected atoms are pairwise distinct, the Lambda_i^w are "
                   "independent modulo affine functions (strong independence at w).",
@@ -535,6 +657,7 @@ CLAIMS_003: list[Claim] = [
             lambda: {"samples": [np.array([[0.0], [1.0]]), np.array([[0.0], [3.0]]),
                                  np.array([[0.0], [1.0], [3.0], [4.0]])], "w": (Fraction(1),)},
         ),
+        min_held=10,
     ),
     Claim(
         id="003.prop10",
@@ -544,6 +667,7 @@ CLAIMS_003: list[Claim] = [
         hypothesis=lambda inst: all(x.shape[0] >= 2 for x in inst["samples"]), conclusion=_prop10_concl,
         instances=_prop10_instances,
         examples=(lambda: {"samples": [np.asarray(s) for s in _RANDOM3], "w": (Fraction(1), Fraction(2))},),
+        min_held=10,
     ),
     Claim(
         id="003.prop11",
@@ -552,6 +676,7 @@ CLAIMS_003: list[Claim] = [
                   "distinct non-zero lambda_i are linearly independent modulo affine functions.",
         hypothesis=_prop11_hyp, conclusion=_prop11_concl, instances=_prop11_instances,
         examples=(lambda: {"lambdas": [Fraction(1), Fraction(4)], "a": [Fraction(1, 6), Fraction(-1, 180), Fraction(1, 2835)]},),
+        min_held=10,
     ),
     Claim(
         id="003.ex3",
@@ -560,6 +685,7 @@ CLAIMS_003: list[Claim] = [
         hypothesis=_params_distinct(_cube_radius), conclusion=_family_independent,
         instances=lambda: _meas(nst.uniform_cubes(n=st.integers(1, 4), dim=st.integers(1, 2), distinct=True)),
         examples=(_pin_measures(lambda: [_fam("UniformCube")(1, 2), _fam("UniformCube")(2, 2)]),),
+        min_held=10,
     ),
     Claim(
         id="003.ex4",
@@ -569,6 +695,7 @@ CLAIMS_003: list[Claim] = [
         hypothesis=_params_distinct(_laplace_s), conclusion=_family_independent,
         instances=lambda: _meas(nst.laplaces(n=st.integers(1, 3), dim=st.integers(1, 2), distinct=True)),
         examples=(_pin_measures(lambda: [_fam("Laplace")([[1]]), _fam("Laplace")([[2]])]),),
+        min_held=10,
     ),
     Claim(
         id="003.ex5",
@@ -578,6 +705,7 @@ CLAIMS_003: list[Claim] = [
         hypothesis=_params_distinct(_mixture_sep), conclusion=_family_independent,
         instances=lambda: _meas(nst.gaussian_mixtures(n=st.integers(1, 3), dim=st.integers(1, 2), distinct=True)),
         examples=(_pin_measures(lambda: [_fam("GaussianMixture2")([1], [[1]]), _fam("GaussianMixture2")([2], [[1]])]),),
+        min_held=10,
     ),
     Claim(
         id="003.ex5.as_stated",
@@ -591,6 +719,7 @@ CLAIMS_003: list[Claim] = [
                         "w": ["1"], "why": "m_2 = -m_1: the two mixtures are the same law, Lambda_1 = Lambda_2"},
         examples=(lambda: {"measures": [_fam("GaussianMixture2")([-1], [[1]]), _fam("GaussianMixture2")([1], [[1]])],
                            "w": (Fraction(1),)},),
+        min_held=0,
     ),
     Claim(
         id="003.prop12",
@@ -602,6 +731,7 @@ CLAIMS_003: list[Claim] = [
         examples=(_pin_measures(lambda: [_fam("GaussianConvolution")(_fam("UniformCube")(1, 1), [[1]]),
                                          _fam("GaussianConvolution")(_fam("UniformCube")(2, 1), [[3]])]),),
         cost=2,
+        min_held=5,
     ),
     Claim(
         id="003.ex6.gaussian_shared_covariance",
@@ -611,6 +741,7 @@ CLAIMS_003: list[Claim] = [
         instances=lambda: _dependent_instances(nst.shared_covariance_gaussians(n=st.integers(2, 3), dim=st.integers(1, 2))),
         examples=(lambda: {"measures": [_fam("Gaussian")([0], [[1]]), _fam("Gaussian")([1], [[1]])],
                            "null_vector": (Fraction(1), Fraction(-1)), "alpha": (Fraction(-1),), "kind": "seed"},),
+        min_held=10,
     ),
     Claim(
         id="003.ex6.many_gaussians",
@@ -619,6 +750,7 @@ CLAIMS_003: list[Claim] = [
         hypothesis=lambda inst: len(inst["measures"]) > inst["measures"][0].dim * (inst["measures"][0].dim + 1) // 2,
         conclusion=_dependent_concl,
         instances=lambda: _dependent_instances(nst.many_gaussians(dim=st.integers(1, 2))),
+        min_held=10,
     ),
     Claim(
         id="003.ex6.diracs",
@@ -626,7 +758,10 @@ CLAIMS_003: list[Claim] = [
         statement="Single Dirac masses have affine CGFs: any family of them is weakly dependent.",
         hypothesis=lambda inst: len(inst["measures"]) >= 1, conclusion=_dependent_concl,
         instances=lambda: _dependent_instances(nst.single_diracs(n=st.integers(1, 4), dim=st.integers(1, 3))),
-        examples=(_pin_dep([[[1.0, 0.0]], [[0.0, 1.0]], [[1.0, 1.0]]], [1, 0, 0], [1, 0], "seed"),),
+        examples=(_pin_dep([[[1.0, 0.0]], [[0.0, 1.0]], [[1.0, 1.0]]], [1, 0, 0], [1, 0], "seed"),
+                  # a single Dirac alone is already dependent (its CGF is linear)
+                  _pin_dep([[[0.75, 0.5]]], [1], [0.75, 0.5], "seed")),
+        min_held=10,
     ),
     Claim(
         id="003.ex6.diracs_gram",
@@ -635,6 +770,7 @@ CLAIMS_003: list[Claim] = [
         hypothesis=lambda inst: len(inst["samples"]) > inst["samples"][0].shape[1], conclusion=_gram_singular,
         instances=lambda: _with_heads(nst.single_diracs(n=st.integers(2, 4), dim=st.integers(1, 3), more_than_dim=True)),
         examples=(_pin([[[1.0, 0.0]], [[0.0, 1.0]], [[1.0, 1.0]]]),), requires=("ntkcheck.gram",),
+        min_held=10, max_inconclusive=0.1,
     ),
     Claim(
         id="003.ex6.translation",
@@ -643,6 +779,7 @@ CLAIMS_003: list[Claim] = [
         hypothesis=lambda inst: True, conclusion=_dependent_concl,
         instances=lambda: _dependent_instances(nst.translates(dim=st.integers(1, 3))),
         examples=(_pin_dep(_PROGRESSION, [1, -1], [-1, 0], "seed"),),
+        min_held=10,
     ),
     Claim(
         id="003.ex6.product",
@@ -651,6 +788,7 @@ CLAIMS_003: list[Claim] = [
         hypothesis=lambda inst: True, conclusion=_dependent_concl,
         instances=lambda: _dependent_instances(nst.two_point_products(dim=st.integers(1, 3), shared_origin=True)),
         examples=(_pin_dep(_PRODUCT, [1, 1, -1], [0, 0], "seed"),),
+        min_held=10,
     ),
     Claim(
         id="003.remark5",
@@ -660,5 +798,6 @@ CLAIMS_003: list[Claim] = [
         hypothesis=_all_atoms_distinct, conclusion=_dependent_concl,
         instances=lambda: _dependent_instances(nst.two_point_products(dim=st.integers(1, 3), shared_origin=False)),
         examples=(_pin_dep(_PRODUCT_APART, [1, 1, -1], [10, 12], "seed"),),
+        min_held=10,
     ),
 ]

@@ -1,9 +1,10 @@
 """``ntkcheck claims``: try every seed claim on a budget of hypothesis-drawn instances.
 
-Prints one row per claim (claim, seed reference, instances tried, held, refuted,
-inconclusive, seconds) and, for each failure, the shrunk counterexample. Exit status 1
-when a claim that is not marked ``refuted`` in the registry fails (or its checker
-raises), 0 otherwise.
+Prints one row per claim (claim, seed reference, instances tried, held / the minimum the
+claim needs, refuted, inconclusive, skipped, seconds) and, for each failure, the shrunk
+counterexample or the shortfall. Exit status 1 when a claim that is not marked
+``refuted`` in the registry fails, falls short of its minimum of held instances or of
+its inconclusive budget, or its checker raises; 0 otherwise.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _table(reports: list[Any]) -> None:
-    head = ("claim", "seed reference", "tried", "held", "refuted", "inconcl.", "time")
+    head = ("claim", "seed reference", "tried", "held/min", "refuted", "inconcl.", "skipped", "time")
     rows = []
     for r in reports:
         mark = "" if r.ran else " (not run)"
@@ -90,8 +91,8 @@ def _table(reports: list[Any]) -> None:
             mark += " [known refuted]"
         if r.unexpected:
             mark += " !!"
-        rows.append((r.id + mark, r.reference, str(r.tried), str(r.held), str(r.refuted), str(r.inconclusive),
-                     f"{r.seconds:.1f}s"))
+        rows.append((r.id + mark, r.reference, str(r.tried), f"{r.held}/{r.min_held}", str(r.refuted),
+                     str(r.inconclusive), str(r.skipped), f"{r.seconds:.1f}s"))
     widths = [max(len(h), *(len(row[k]) for row in rows)) for k, h in enumerate(head)]
     fmt = "  ".join(f"{{:{'<' if k < 2 else '>'}{w}}}" for k, w in enumerate(widths))
     print(fmt.format(*head))
@@ -107,5 +108,9 @@ def _table(reports: list[Any]) -> None:
                 print(f"  {r.detail}")
             if r.counterexample is not None:
                 print("  " + json.dumps(r.counterexample)[:2000])
+        elif r.unexpected:
+            print(f"\n{r.id} ({r.reference}): " + (r.shortfall or "the stored counterexample no longer fails"))
+            if r.detail:
+                print(f"  {r.detail}")
         elif not r.ran:
             print(f"\n{r.id}: {r.detail}")
