@@ -9,7 +9,35 @@ Run: ``python benchmarks/bench_dynamics.py [--repeat R]``. Prints one table:
 * the batched-seed adjoint used for NTK Jacobians (B seeds in one pass) per seed, against
   one gradient;
 * wall time of the default experiment (``ntkcheck flow`` with no arguments: the first four
-  bundled samples, readout loss, H = 16, L = 4, eps = 0.01) with and without NTK records.
+  bundled samples, readout loss, H = 16, L = 4, eps = 0.01) with and without NTK records;
+* ``--issue11`` (issue 11): the flow at realistic size, 12 samples x 10 tokens in d = 64
+  (H = 16, L = 4, readout and tokens loss, eps = 0.01, 4 decades of the slowest mode,
+  rtol 1e-7): the exponential integrator (linear part = the NTK at FixUp, from the
+  features) against ``solve_ivp``'s RK45 on the same run, in the same process (wall,
+  gradients, loss error against DOP853 at rtol 1e-11); one NTK over all parameters away
+  from FixUp (``V`` part by the kernel trick, ``Q, b`` from per-sample Jacobians) against
+  the full dense Jacobian ``J J^T``; the model on distinct atoms against the same tokens
+  kept as separate slots when every token appears 4 times; the bundled data with the
+  per-token loss (a singular NTK: ends by its flow-time cap or the budget). Peak memory
+  by tracemalloc (numpy reports its buffers to it).
+
+Measured on the shared 2-core machine (``OPENBLAS_NUM_THREADS=1``, load ~1-2 from other
+jobs; at load 5 every time doubles to triples):
+
+* ``ntkcheck flow`` on that data (readout, defaults), before -> after issue 11: killed after
+  150 s (RK45 took 7 s, then a dense NTK over 132k parameters at each of 20 records, ~15 s
+  and ~1 GB each; the issue saw 1.9 GB and an ETA of hours) -> 13.9 s, 0.7 GB peak RSS, with
+  the NTK at 2 records (start: free from the features; end: one dense NTK);
+* integrator, readout: RK45 7.4 s, 176 gradients, loss error 1e-5; exponential 5.0 s, 119
+  gradients, loss error 2e-8. Tokens loss (condition ~10, not stiff): RK45 10.4 s, 314
+  gradients, 4e-6; exponential 14.5 s, 287 gradients, 4e-8 (its per-step work on the
+  132k-parameter vectors is not free; it wins on stiff and singular spectra, where RK45
+  needs ~lambda_max s_end steps);
+* one NTK away from FixUp (readout, 768 x 768): full dense ``J J^T`` 10.4 s, 1986 MiB ->
+  kernel trick + per-sample ``Q`` head by head 4.0 s, 515 MiB (agreement 2e-15);
+* one gradient with every token 4 times: 86 ms on token slots -> 20 ms on atoms;
+* bundled data, ``--loss tokens`` (singular NTK, kernel dimension 3, lambda_+ = 2e-5):
+  ended by the 50 s budget at s = 3e4 of 2.3e5 (the CLI run completed in 36 s at load 1).
 """
 
 from __future__ import annotations
@@ -78,10 +106,103 @@ def main() -> None:
         r = local_convergence(samples, heads=16, layers=4, eps=1e-2, loss="readout", n_records=20, track_ntk=track,
                               progress=False)
         wall = time.perf_counter() - t0
-        name = "flow + NTK lambda_min at every record" if track else "flow only (solve_ivp RK45)"
+        name = "flow + NTK lambda_min at every record" if track else f"flow only ({r.flow.method})"
         print(f"{name:42s} {wall:8.2f} s {r.flow.nfev:10d} {r.flow.wall[-1] / r.flow.nfev * 1e3:8.2f}")
     print(f"lambda_0 = {r.lambda_0:.5g}, rate_measured = {r.rate_measured:.5g} (2 lambda_0 = {2 * r.lambda_0:.5g})")
 
 
+def _peak(f):
+    """(result, seconds, peak MiB of numpy buffers) of one call."""
+    import tracemalloc
+
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    out = f()
+    dt = time.perf_counter() - t0
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return out, dt, peak
+
+
+def issue11() -> None:
+    """Rows of issue 11 (module docstring)."""
+    import warnings
+
+    import ntkcheck._attention as A
+    from ntkcheck.dynamics import _setup, _targets_from, gradient_flow
+    from ntkcheck.io import bundled_path, load_samples
+
+    rng = np.random.default_rng(0)
+    samples = list(rng.standard_normal((12, 10, 64)))
+    p = init_params(64, 16, seed=0)
+    print("\nissue 11: flow at d = 64, 12 samples x 10 tokens, H = 16, L = 4, eps = 0.01, rtol 1e-7")
+    print(f"{'run':46s} {'wall':>9s} {'grads':>6s} {'ratio':>7s} {'loss err':>9s} {'peak':>8s}")
+    for loss in ("readout", "tokens"):
+        st = _setup(samples, p, 4, 1.0, loss)
+        u = rng.standard_normal(len(st.evals))
+        from ntkcheck.dynamics import _from_weighted, flow_time
+
+        y = _targets_from(st, st.z0 + 0.01 * _from_weighted(st, u / np.linalg.norm(u)))
+        t_end = flow_time(st.evals, 4.0).time
+        kw = dict(layers=4, time_end=t_end, loss=loss, n_records=20, track_ntk=False, progress=False)
+        ref = gradient_flow(samples, p, y, method="DOP853", rtol=1e-11, atol=1e-14, **kw)
+        base = None
+        for method in ("RK45", "auto"):
+            fl, dt, peak = _peak(lambda m=method, y=y, kw=kw: gradient_flow(samples, p, y, method=m, rtol=1e-7, **kw))
+            err = float(np.max(np.abs(np.array(fl.loss) - ref.loss) / np.array(ref.loss)))
+            base = dt if base is None else base
+            print(f"{loss + ', ' + fl.method:46s} {dt:7.2f} s {fl.nfev:6d} {dt / base:6.2f}x {err:9.1e} {peak:6.0f} MiB")
+    # one NTK over all parameters away from FixUp (readout: 768 x 768)
+    batch = A._Batch.of(samples)
+    pv = p.unflat(p.flat() + 1e-3 * rng.standard_normal(p.size))
+    _, cache = A._forward(batch, pv, 4, 1.0, keep=True)
+    K, dt_new, pk_new = _peak(lambda: A._ntk_dense(batch, pv, 4, 1.0, "readout", cache))
+
+    def full():
+        lin = A._dense_linear(batch, pv, 4, 1.0, "readout", cache, memory=1 << 32)
+        return lin.Bd @ lin.Bd.T
+
+    K_full, dt_old, pk_old = _peak(full)
+    rel = float(np.max(np.abs(K - K_full)) / np.max(np.abs(K_full)))
+    print(f"{'NTK (readout), dense J J^T over 132k params':46s} {dt_old:7.2f} s {'':6s} {1.0:6.2f}x {'':9s} {pk_old:6.0f} MiB")
+    print(f"{'NTK (readout), kernel trick + per-sample Q':46s} {dt_new:7.2f} s {'':6s} {dt_new / dt_old:6.2f}x "
+          f"{rel:9.1e} {pk_new:6.0f} MiB")
+    # distinct atoms vs the same tokens as separate slots (every token 4 times)
+    toks = [np.repeat(x[:8], 4, axis=0) for x in samples]
+    b_atoms = A._Batch.of(toks)
+    n, N, d = len(toks), 32, 64
+    X = np.stack(toks)
+    mask = np.ones((n, N), dtype=bool)
+    b_slots = A._Batch(X, mask, np.full(n, N), np.full((n, N), 1.0 / N), np.full((n, 1, N), -np.log(N)),
+                       tuple(np.arange(N) for _ in range(n)))
+    pv1 = init_params(64, 16, v_scale=1.0, seed=1)
+    Ya, Ys = np.zeros((n, d)), np.zeros((n, d))
+    t_s = best(lambda: A._loss_grad(b_slots, pv1, Ys, 4, 1.0, "readout"), 3)
+    t_a = best(lambda: A._loss_grad(b_atoms, pv1, Ya, 4, 1.0, "readout"), 3)
+    ga = A._loss_grad(b_atoms, pv1, Ya, 4, 1.0, "readout")[1].flat()
+    gs = A._loss_grad(b_slots, pv1, Ys, 4, 1.0, "readout")[1].flat()
+    print(f"{'gradient, 32 token slots (8 tokens x 4 copies)':46s} {t_s * 1e3:6.1f} ms {'':6s} {1.0:6.2f}x")
+    print(f"{'gradient, 8 distinct atoms with masses':46s} {t_a * 1e3:6.1f} ms {'':6s} {t_a / t_s:6.2f}x "
+          f"{np.max(np.abs(ga - gs)) / np.max(np.abs(gs)):9.1e}")
+    # the bundled data with the per-token loss: singular NTK, must end
+    from ntkcheck.dynamics import local_convergence
+
+    bundled = load_samples(bundled_path("screen_default.npz"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r, dt, peak = _peak(lambda: local_convergence(bundled, loss="tokens", n_records=20, track_ntk=False,
+                                                      time_budget=50.0, progress=False))
+    print(f"{'bundled, --loss tokens (singular NTK)':46s} {dt:7.2f} s {r.flow.nfev:6d} {'':7s} {'':9s} {peak:6.0f} MiB")
+    print(f"  {r.flow.message}; s = {r.flow.s[-1]:.3g} of {r.time_end:.3g}")
+    print("(ratios: against the first row of each group; loss err: max relative difference of the recorded "
+          "losses from DOP853 at rtol 1e-11, or of the NTK / gradient from the baseline route)")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--issue11" in sys.argv:
+        sys.argv.remove("--issue11")
+        issue11()
+    else:
+        main()

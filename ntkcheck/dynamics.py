@@ -57,28 +57,42 @@ measured rate reported here is the one eq. 31 bounds,
 :math:`\min_{s>0} -\log(\mathcal L(s)/\mathcal L(0))/s`; eq. 31 holds on the run iff it is
 :math:`\ge\lambda_0`. The displacement :math:`\big(\frac1H\sum_h|\theta_h(s)-\theta_h(0)|^2\big)^{1/2}`
 (per-layer: :math:`(\frac{T}{LH}\sum_{l,h}|\cdot|^2)^{1/2}`) bounds :math:`W_2(\rho_s,\rho_0)` and
-its speed is exactly :math:`(u^T K u)^{1/2}`, so the proof of Thm. 8.5 applies verbatim:
-:math:`W_2 \le 2\sqrt{2\Lambda+\lambda_0/L_K}\,\mathcal L(0)^{1/2}/\lambda_0`. ``L_K`` is not
-computable; the bound reported is its :math:`L_K\to\infty` limit
-:math:`2\sqrt{2\Lambda}\,\mathcal L(0)^{1/2}/\lambda_0` (the smallest the theorem can give).
+its speed is exactly :math:`(u^T K u)^{1/2}`, so the proof of Thm. 8.5 applies verbatim. With
+the seed's slip corrected (its step 1 bounds :math:`\lambda_{\max}` by :math:`\Lambda + \lambda_0/(2L_K)`;
+it is :math:`\Lambda + \lambda_0/2`) the bound is
+:math:`W_2 \le 2\sqrt{2\Lambda+\lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0`, valid when
+:math:`\mathcal L(0) \le \lambda_0^4/(16 L_K^2(2\Lambda+\lambda_0))` (corrected eq. 30). A certified
+upper bound on ``L_K`` (:mod:`ntkcheck.lipschitz`) decides that condition:
+:attr:`LocalConvergence.certificate`.
+
+**Computation** (``theory/flow-numerics.md``). Samples are their empirical laws: the
+model runs on the distinct atoms with the masses as log-offsets in the softmax, which is
+exactly the token-level model (copies of a token move together), and the NTK and rates
+are those of :math:`L^2(\mu_i)`. At FixUp the NTK is :math:`k\otimes I_d` with ``k`` from
+the features. The flow is integrated by an adaptive exponential integrator whose linear
+part is that NTK (exact on the linearised flow, so not limited by
+:math:`\lambda_{\max}/\lambda_{\min}`), and every run ends: at its flow time (finite
+even for a singular NTK, :func:`flow_time`), at a target loss, or at a wall-clock budget.
 
 References: seed 002 section 6 (adjoint), Def. 8.4, Thm. 8.5; seed 003 Def. 1, Thm. 4.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
-from ._validate import as_samples, as_token_set, check_score_range
+from . import _attention
+from ._integrate import FlowStatus
+from ._validate import as_samples, check_score_range
 from .errors import DomainError, InputError
+from .families import as_laws
 
 __all__ = [
     "AttentionParams",
@@ -88,6 +102,9 @@ __all__ = [
     "NTKSpectrum",
     "ntk_spectrum",
     "FlowResult",
+    "FlowStatus",
+    "FlowTime",
+    "flow_time",
     "gradient_flow",
     "overlap_example",
     "LocalConvergence",
@@ -212,123 +229,18 @@ def init_params(
 
 # ----------------------------------------------------------------------------- batching
 
-
-@dataclass(frozen=True)
-class _Batch:
-    """Samples padded to a common length; padded tokens never enter any context."""
-
-    X: np.ndarray  # (n, N, d), zeros in the padding
-    mask: np.ndarray  # (n, N) bool, True on real tokens
-    counts: np.ndarray  # (n,) int
-    bias: np.ndarray  # (n, 1, 1, N): 0 on real tokens, -inf on padding (softmax mask)
-
-    @staticmethod
-    def of(samples: Sequence[np.ndarray]) -> _Batch:
-        n, d = len(samples), samples[0].shape[1]
-        Nmax = max(s.shape[0] for s in samples)
-        X = np.zeros((n, Nmax, d))
-        mask = np.zeros((n, Nmax), dtype=bool)
-        for i, s in enumerate(samples):
-            X[i, : s.shape[0]] = s
-            mask[i, : s.shape[0]] = True
-        bias = np.where(mask, 0.0, -np.inf)[:, None, None, :]
-        return _Batch(X, mask, mask.sum(axis=1), bias)
-
-    def unpad(self, X: np.ndarray) -> list[np.ndarray]:
-        return [X[i, : self.counts[i]].copy() for i in range(X.shape[0])]
-
-    def sample(self, i: int) -> _Batch:
-        return _Batch(self.X[i : i + 1], self.mask[i : i + 1], self.counts[i : i + 1], self.bias[i : i + 1])
-
-
-def _check_layers(params: AttentionParams, layers: int) -> None:
-    if params.per_layer and params.V.shape[0] != layers:
-        raise InputError(f"per-layer parameters have {params.V.shape[0]} layers, the model has layers={layers}")
-
-
-def _at(a: np.ndarray, params: AttentionParams, k: int) -> np.ndarray:
-    return a[k] if params.per_layer else a
-
-
-@dataclass
-class _Cache:
-    Xs: list[np.ndarray] = field(default_factory=list)  # X^k, (n, N, d), k = 0..L
-    As: list[np.ndarray] = field(default_factory=list)  # queries Q x + b, (n, H, N, d)
-    Ps: list[np.ndarray] = field(default_factory=list)  # softmax weights, (n, H, N, N)
-    Ms: list[np.ndarray] = field(default_factory=list)  # grad Lambda (head outputs before V), (n, H, N, d)
-
-    def sample(self, i: int) -> _Cache:
-        sl = slice(i, i + 1)
-        return _Cache([x[sl] for x in self.Xs], [a[sl] for a in self.As], [p[sl] for p in self.Ps], [m[sl] for m in self.Ms])
-
-
-def _forward(batch: _Batch, params: AttentionParams, layers: int, T: float, keep: bool) -> tuple[np.ndarray, _Cache]:
-    _check_layers(params, layers)
-    H, d = params.heads, params.dim
-    n, N, _ = batch.X.shape
-    c = T / (layers * H)
-    X = batch.X
-    cache = _Cache()
-    for k in range(layers):
-        Q, V, b = _at(params.Q, params, k), _at(params.V, params, k), _at(params.b, params, k)
-        # all heads' queries as one GEMM against the stacked (d, H d) matrix
-        A = np.ascontiguousarray((X.reshape(n * N, d) @ Q.reshape(H * d, d).T).reshape(n, N, H, d).transpose(0, 2, 1, 3)) + b[:, None, :]
-        S = np.matmul(A, X[:, None].transpose(0, 1, 3, 2)) + batch.bias  # (n,H,N,N) scores
-        S -= S.max(axis=-1, keepdims=True)  # max-shift: scores of any size stay finite
-        P = np.exp(S, out=S)
-        P /= P.sum(axis=-1, keepdims=True)
-        M = np.matmul(P, X[:, None])  # (n,H,N,d): grad Lambda_mu(Q_h x + b_h)
-        U = M.transpose(0, 2, 1, 3).reshape(n, N, H * d) @ V.transpose(0, 2, 1).reshape(H * d, d)
-        if keep:
-            cache.Xs.append(X)
-            cache.As.append(A)
-            cache.Ps.append(P)
-            cache.Ms.append(M)
-        X = X + c * U
-    if keep:
-        cache.Xs.append(X)
-    return X, cache
-
-
-def _backward(
-    cache: _Cache, params: AttentionParams, layers: int, T: float, G: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Discrete adjoint of :func:`_forward` (backpropagation through the Euler layers).
-
-    ``G``: (B, n, N, d), B adjoint seeds at the last layer. Returns the parameter
-    gradients with a leading ``B`` axis, shapes (B, [L,] H, d, d), (B, [L,] H, d, d),
-    (B, [L,] H, d).
-    """
-    H, d = params.heads, params.dim
-    B, n, N, _ = G.shape
-    c = T / (layers * H)
-    shape = (B, layers) if params.per_layer else (B,)
-    gV = np.zeros(shape + (H, d, d))
-    gQ = np.zeros(shape + (H, d, d))
-    gb = np.zeros(shape + (H, d))
-    for k in range(layers - 1, -1, -1):
-        X, A, P, M = cache.Xs[k], cache.As[k], cache.Ps[k], cache.Ms[k]
-        Q, V = _at(params.Q, params, k), _at(params.V, params, k)
-        tV, tQ, tb = (g[:, k] for g in (gV, gQ, gb)) if params.per_layer else (gV, gQ, gb)
-        # dL/dV_h = c sum_{ij} p_ij (x) M_hij, one GEMM over the token slots
-        tV += c * np.matmul(
-            G.reshape(B, n * N, d).transpose(0, 2, 1), M.transpose(0, 2, 1, 3).reshape(n * N, H * d)
-        ).reshape(B, d, H, d).transpose(0, 2, 1, 3)
-        Gm = c * np.matmul(G[:, :, None], V)  # (B,n,H,N,d): adjoint of the head outputs M
-        # softmax adjoint: dS_jk = P_jk <Gm_j, x_k - M_j>
-        dS = np.matmul(Gm, X[:, None].transpose(0, 1, 3, 2))
-        dS -= np.sum(Gm * M, axis=-1, keepdims=True)
-        dS *= P
-        dA = np.matmul(dS, X[:, None])  # (B,n,H,N,d): adjoint of the queries Q_h x + b_h
-        dA_t = dA.transpose(0, 2, 4, 1, 3).reshape(B, H, d, n * N)
-        tQ += dA_t @ X.reshape(n * N, d)
-        tb += dA_t.sum(axis=-1)
-        # context derivative (through mu_l: the D_mu V . grad p mu term of seed 002 eq. 24) ...
-        dX = (np.matmul(P.transpose(0, 1, 3, 2), Gm) + np.matmul(dS.transpose(0, 1, 2, 4, 3), A)).sum(axis=2)
-        # ... and query derivative (through Q_h x + b_h)
-        dX += dA.transpose(0, 1, 3, 2, 4).reshape(B, n, N, H * d) @ Q.reshape(H * d, d)
-        G = G + dX
-    return gV, gQ, gb
+# The model on atoms with masses, the adjoint and the NTK pieces live in ._attention;
+# the integrators in ._integrate. Re-exported here for the benchmarks and tests.
+_Batch = _attention._Batch
+_Cache = _attention._Cache
+_forward = _attention._forward
+_backward = _attention._backward
+_loss_grad = _attention._loss_grad
+_mobility = _attention._mobility
+_displacement = _attention._displacement
+_outputs = _attention._outputs
+_loss_value = _attention._loss_value
+_weights = _attention._weights
 
 
 # ----------------------------------------------------------------------------- losses
@@ -348,59 +260,24 @@ def _check_common(samples: Any, params: AttentionParams, layers: int, T: float) 
     return samples
 
 
+def _prepare(samples: Any, params: AttentionParams, layers: int, T: float) -> _Batch:
+    """Validate model arguments and build the batch of laws (samples: arrays or Empirical laws)."""
+    batch = _Batch.of(samples)
+    if not isinstance(params, AttentionParams):
+        raise InputError(f"params: expected AttentionParams, got {type(params).__name__}")
+    if batch.X.shape[2] != params.dim:
+        raise InputError(f"tokens have dimension {batch.X.shape[2]}, the heads have d={params.dim}")
+    if int(layers) != layers or layers < 1:
+        raise DomainError(f"layers must be a positive integer, got {layers!r}")
+    if not (np.isfinite(T) and T > 0):
+        raise DomainError(f"time horizon T must be finite and > 0, got {T!r}")
+    check_score_range(batch.unpad(batch.X), params.Q, params.b)  # at the input layer; tokens move later
+    return batch
+
+
 def _check_loss(loss: str) -> None:
     if loss not in _LOSSES:
         raise InputError(f"loss: expected one of {_LOSSES}, got {loss!r}")
-
-
-def _targets_array(batch: _Batch, targets: Any, loss: str) -> np.ndarray:
-    n, N, d = batch.X.shape
-    if loss == "readout":
-        y = np.asarray(targets, dtype=np.float64)
-        if y.shape != (n, d):
-            raise InputError(f"readout targets: expected shape ({n}, {d}) (one mean per sample), got {y.shape}")
-        if not np.all(np.isfinite(y)):
-            raise InputError("readout targets: have non-finite entries")
-        return y
-    if isinstance(targets, np.ndarray) and targets.dtype != object and targets.ndim == 3:
-        targets = list(targets)
-    if not isinstance(targets, Sequence) or len(targets) != n:
-        raise InputError(f"token targets: expected {n} arrays of shapes (N_i, {d}), got {type(targets).__name__}")
-    Y = np.zeros((n, N, d))
-    for i, t in enumerate(targets):
-        t = as_token_set(t, name=f"target {i}", dim=d)
-        if t.shape[0] != batch.counts[i]:
-            raise InputError(f"target {i}: has {t.shape[0]} tokens, sample {i} has {batch.counts[i]}")
-        Y[i, : t.shape[0]] = t
-    return Y
-
-
-def _weights(batch: _Batch, loss: str) -> np.ndarray:
-    """Loss weights of the outputs: (n, N) for tokens, (n,) for readout."""
-    n = batch.X.shape[0]
-    if loss == "readout":
-        return np.ones(n)
-    return batch.mask / (n * batch.counts[:, None])
-
-
-def _outputs(batch: _Batch, XT: np.ndarray, loss: str) -> np.ndarray:
-    if loss == "readout":
-        return (XT * batch.mask[..., None]).sum(axis=1) / batch.counts[:, None]
-    return XT * batch.mask[..., None]
-
-
-def _loss_value(batch: _Batch, z: np.ndarray, Y: np.ndarray, loss: str) -> tuple[float, np.ndarray]:
-    """Loss and its adjoint seed dLoss/dx^L, (n, N, d)."""
-    w = _weights(batch, loss)
-    R = z - Y
-    if loss == "readout":
-        val = 0.5 * float(np.sum(w[:, None] * R * R))
-        G = np.broadcast_to((w[:, None] * R / batch.counts[:, None])[:, None, :], batch.X.shape) * batch.mask[..., None]
-    else:
-        R = R * batch.mask[..., None]
-        val = 0.5 * float(np.sum(w[..., None] * R * R))
-        G = w[..., None] * R
-    return val, np.ascontiguousarray(G)
 
 
 def forward(samples: Any, params: AttentionParams, layers: int, T: float = 1.0) -> list[np.ndarray]:
@@ -408,7 +285,7 @@ def forward(samples: Any, params: AttentionParams, layers: int, T: float = 1.0) 
 
     Parameters
     ----------
-    samples : (n, N, d) array or list of (N_i, d) arrays
+    samples : (n, N, d) array, list of (N_i, d) arrays, or list of Empirical laws
     params : AttentionParams
     layers : int
         ``L``, the number of Euler steps of size ``T / L``.
@@ -417,7 +294,9 @@ def forward(samples: Any, params: AttentionParams, layers: int, T: float = 1.0) 
 
     Returns
     -------
-    list of (N_i, d) arrays, :math:`x^L_{ij}`.
+    list of (N_i, d) arrays, :math:`x^L_{ij}` for every given token (for an
+    :class:`~ntkcheck.families.Empirical`, for every atom). Copies of a token end at the
+    same place: the pass runs on the distinct atoms with their masses.
 
     Examples
     --------
@@ -426,10 +305,9 @@ def forward(samples: Any, params: AttentionParams, layers: int, T: float = 1.0) 
     >>> bool(np.allclose(out[0], np.eye(2)))
     True
     """
-    samples = _check_common(samples, params, layers, T)
-    batch = _Batch.of(samples)
+    batch = _prepare(samples, params, layers, T)
     XT, _ = _forward(batch, params, int(layers), float(T), keep=False)
-    return batch.unpad(XT)
+    return batch.expand(XT)
 
 
 def loss_and_grad(
@@ -444,38 +322,22 @@ def loss_and_grad(
 
     Parameters
     ----------
-    targets : list of (N_i, d) arrays (``loss="tokens"``) or (n, d) array (``"readout"``)
+    targets : list of (N_i, d) arrays (``loss="tokens"``, one row per given token) or
+        (n, d) array (``"readout"``)
 
     Returns
     -------
-    (loss, gradient) with the gradient in the shape of ``params``.
+    (loss, gradient) with the gradient in the shape of ``params``. The loss is the
+    per-token loss; copies of a token whose targets differ contribute the spread of their
+    targets, which no parameter can change.
 
     References: seed 002 Prop. 6.1 (eqs. 23-25), seed 003 Def. 1 and Thm. 1.
     """
     _check_loss(loss)
-    samples = _check_common(samples, params, layers, T)
-    batch = _Batch.of(samples)
-    Y = _targets_array(batch, targets, loss)
-    return _loss_grad(batch, params, Y, int(layers), float(T), loss)
-
-
-def _loss_grad(batch: _Batch, params: AttentionParams, Y: np.ndarray, layers: int, T: float, loss: str) -> tuple[float, AttentionParams]:
-    XT, cache = _forward(batch, params, layers, T, keep=True)
-    val, G = _loss_value(batch, _outputs(batch, XT, loss), Y, loss)
-    gV, gQ, gb = _backward(cache, params, layers, T, G[None])
-    return val, AttentionParams(gV[0], gQ[0], gb[0])
-
-
-def _mobility(params: AttentionParams, layers: int, T: float) -> float:
-    """Factor m in d theta/ds = -m grad Loss (module docstring)."""
-    return params.heads * layers / T if params.per_layer else float(params.heads)
-
-
-def _displacement(params: AttentionParams, p0: np.ndarray, p: np.ndarray, layers: int, T: float) -> float:
-    sq = float(np.sum((p - p0) ** 2))
-    if params.per_layer:
-        return math.sqrt(T * sq / (layers * params.heads))
-    return math.sqrt(sq / params.heads)
+    batch = _prepare(samples, params, layers, T)
+    Y, floor = _attention._targets_array(batch, targets, loss)
+    val, g = _loss_grad(batch, params, Y, int(layers), float(T), loss)
+    return val + floor, g
 
 
 # ----------------------------------------------------------------------------- NTK
@@ -488,7 +350,8 @@ class NTKSpectrum:
     Attributes
     ----------
     eigenvalues : tuple of float
-        Ascending, length = number of weighted outputs (``M d`` or ``n d``).
+        Ascending, length = number of weighted outputs (``d`` times the number of distinct
+        atoms for ``"tokens"``, ``n d`` for ``"readout"``).
     lambda_min, lambda_max : float
     loss : str
     """
@@ -511,33 +374,14 @@ class NTKSpectrum:
         return {"loss": self.loss, "lambda_min": self.lambda_min, "lambda_max": self.lambda_max, "eigenvalues": list(self.eigenvalues)}
 
 
-def _weighted_jacobian(batch: _Batch, params: AttentionParams, layers: int, T: float, loss: str,
-                       cache: _Cache | None = None) -> np.ndarray:
-    """Rows of :math:`W^{1/2} J` (outputs x all parameters), one batched adjoint pass per sample."""
+def _ntk_eigenvalues(batch: _Batch, params: AttentionParams, layers: int, T: float, loss: str,
+                     cache: _Cache | None = None) -> np.ndarray:
+    """Eigenvalues of K: at FixUp from the small matrix k of K = k (x) I_d, else dense."""
     if cache is None:
         _, cache = _forward(batch, params, layers, T, keep=True)
-    n, N, d = batch.X.shape
-    w = _weights(batch, loss)
-    rows = []
-    for i in range(n):
-        Ni = int(batch.counts[i])
-        sub = cache.sample(i)
-        if loss == "readout":
-            seeds = np.zeros((d, 1, N, d))
-            for a in range(d):
-                seeds[a, 0, :Ni, a] = math.sqrt(w[i]) / Ni
-        else:
-            seeds = np.zeros((Ni * d, 1, N, d))
-            k = np.arange(Ni * d)
-            seeds[k, 0, k // d, k % d] = np.sqrt(w[i, k // d])
-        gV, gQ, gb = _backward(sub, params, layers, T, seeds)
-        rows.append(np.concatenate([gV.reshape(len(seeds), -1), gQ.reshape(len(seeds), -1), gb.reshape(len(seeds), -1)], axis=1))
-    return np.concatenate(rows, axis=0)
-
-
-def _ntk_matrix(batch: _Batch, params: AttentionParams, layers: int, T: float, loss: str, cache: _Cache | None = None) -> np.ndarray:
-    WJ = _weighted_jacobian(batch, params, layers, T, loss, cache)
-    return _mobility(params, layers, T) * (WJ @ WJ.T)
+    if _attention._is_fixup(params):
+        return _attention._fixup_linear(batch, params, layers, T, loss, cache).full_evals()
+    return np.linalg.eigvalsh(_attention._ntk_dense(batch, params, layers, T, loss, cache))
 
 
 def ntk_spectrum(samples: Any, params: AttentionParams, *, layers: int, T: float = 1.0, loss: LossKind = "tokens") -> NTKSpectrum:
@@ -548,19 +392,78 @@ def ntk_spectrum(samples: Any, params: AttentionParams, *, layers: int, T: float
         K = m\,W^{1/2} J J^T W^{1/2},\quad J = \partial z/\partial\theta,\qquad
         \frac{d}{ds}W^{1/2}(z - y) = -K\,W^{1/2}(z - y)
 
-    along :func:`gradient_flow`. At FixUp, tokens loss, shared heads:
-    :math:`K = (T^2/n)\,F F^T\otimes I_d` with ``F = ntkcheck.gram.attention_features``.
+    along :func:`gradient_flow`. The outputs are the distinct atoms of each sample with
+    their masses as weights (the operator on :math:`L^2(\mu_i)`; copies of a token are one
+    point). At FixUp, tokens loss, shared heads: :math:`K = (T^2/n)\,F F^T\otimes I_d` with
+    ``F`` the distinct-atom features of ``ntkcheck.gram`` (weights = masses), computed from
+    that small matrix; away from FixUp the dense NTK (``V`` part by a kernel trick, ``Q, b``
+    parts from per-sample Jacobians).
 
     References: seed 002 Def. 8.4, seed 003 Thm. 4 and Prop. 5.
     """
     _check_loss(loss)
-    samples = _check_common(samples, params, layers, T)
-    batch = _Batch.of(samples)
-    ev = np.linalg.eigvalsh(_ntk_matrix(batch, params, int(layers), float(T), loss))
+    batch = _prepare(samples, params, layers, T)
+    ev = _ntk_eigenvalues(batch, params, int(layers), float(T), loss)
     return NTKSpectrum(tuple(float(v) for v in ev), loss)
 
 
 # ----------------------------------------------------------------------------- gradient flow
+
+
+#: relative eigenvalue under which the NTK counts as singular: eigvalsh of the formed Gram
+#: does not resolve relative eigenvalues below ~1e-13 (ntkcheck.gram, RESOLUTION_EIGH)
+SINGULAR_REL = 1e-10
+#: smallest rate (relative to lambda_max) a default flow time is derived from
+RATE_FLOOR_REL = 1e-8
+
+
+@dataclass(frozen=True)
+class FlowTime:
+    r"""The flow time a run needs: ``decades`` decades of loss along the slowest resolved mode.
+
+    Attributes
+    ----------
+    time : :math:`\text{decades}\cdot\ln 10/(2\,\text{rate})`
+    rate : the eigenvalue used: :math:`\lambda_0` if it is resolved (above
+        ``SINGULAR_REL`` :math:`\lambda_{\max}`), else the smallest eigenvalue above that
+        (the range's slowest rate), never below ``RATE_FLOOR_REL`` :math:`\lambda_{\max}`
+    singular : :math:`\lambda_0 < ` ``SINGULAR_REL`` :math:`\lambda_{\max}`
+    kernel_dim : number of eigenvalues below ``SINGULAR_REL`` :math:`\lambda_{\max}`
+    """
+
+    time: float
+    rate: float
+    singular: bool
+    kernel_dim: int
+    lambda_0: float
+    lambda_max: float
+
+
+def flow_time(eigenvalues: Any, decades: float = 4.0) -> FlowTime:
+    r"""Default flow time from the NTK spectrum, finite whatever the spectrum.
+
+    A singular NTK has no linear rate (seed 002 Thm. 8.5 does not apply): the time is then
+    set by the slowest mode of the range, so the run ends after the range part has lost
+    ``decades`` decades and the kernel part shows its plateau.
+
+    Examples
+    --------
+    >>> ft = flow_time([1e-18, 1e-18, 0.02, 1.0], decades=2)
+    >>> ft.singular, ft.kernel_dim, round(ft.time, 3)
+    (True, 2, 115.129)
+    """
+    ev = np.sort(np.asarray(eigenvalues, dtype=np.float64).ravel())
+    if ev.size == 0 or not np.all(np.isfinite(ev)):
+        raise InputError("flow_time: expected a non-empty finite spectrum")
+    if not (np.isfinite(decades) and decades > 0):
+        raise DomainError(f"decades must be finite and > 0, got {decades!r}")
+    lam0, lamM = float(ev[0]), float(ev[-1])
+    if lamM <= 0:
+        raise DomainError(f"the NTK is zero (lambda_max={lamM:.3g}): the flow does not move")
+    resolved = ev[ev >= SINGULAR_REL * lamM]
+    singular = lam0 < SINGULAR_REL * lamM
+    rate = max(float(resolved[0]), RATE_FLOOR_REL * lamM)
+    return FlowTime(decades * math.log(10.0) / (2.0 * rate), rate, bool(singular), int(ev.size - resolved.size), lam0, lamM)
 
 
 @dataclass(frozen=True)
@@ -569,15 +472,22 @@ class FlowResult:
 
     Attributes
     ----------
-    s : flow times of the records
-    loss : loss values
-    lambda_min, lambda_max : NTK extreme eigenvalues at the current parameters (empty if not tracked)
+    s : flow times of the records (the last one is where the run stopped)
+    loss : loss values (per-token loss, including ``loss_floor``)
+    lambda_min, lambda_max : NTK extreme eigenvalues at the current parameters (empty if not
+        tracked; ``nan`` at records where they were not computed, see ``message``)
     displacement : :math:`(\\frac1H\\sum_h|\\theta_h(s)-\\theta_h(0)|^2)^{1/2}` (upper bound on W_2)
     wall : wall-clock seconds spent when the record was reached
-    method : ``"solve_ivp:<name>"`` or ``"gd:step=<eta>"``
+    method : ``"exponential:etd2"``, ``"solve_ivp:<name>"`` or ``"gd:step=<eta>"``
     nfev : number of gradient evaluations
+    message : what happened, in words
+    status : :class:`FlowStatus`, why the run stopped
+    loss_floor : the part of the loss no parameter can change (targets that differ on
+        copies of one token; 0 otherwise)
+    time_requested : the flow time asked for (``s[-1]`` is smaller if the run stopped early)
     final_params : AttentionParams at the last record (not in ``to_dict``)
-    outputs : the outputs ``z`` (what the loss sees, unweighted) at each record (not in ``to_dict``)
+    outputs : the outputs ``z`` (what the loss sees, on the distinct atoms, unweighted) at
+        each record (not in ``to_dict``)
     """
 
     s: tuple[float, ...]
@@ -591,22 +501,41 @@ class FlowResult:
     message: str
     final_params: AttentionParams = field(repr=False, compare=False)
     outputs: tuple[np.ndarray, ...] = field(repr=False, compare=False, default=())
+    status: FlowStatus = FlowStatus.COMPLETED
+    loss_floor: float = 0.0
+    time_requested: float = float("nan")
 
     def __repr__(self) -> str:
         return (f"FlowResult({self.method}, s_end={self.s[-1]:.4g}, loss {self.loss[0]:.3e} -> {self.loss[-1]:.3e}, "
-                f"displacement_max={max(self.displacement):.3g}, nfev={self.nfev})")
+                f"displacement_max={max(self.displacement):.3g}, nfev={self.nfev}, {self.status.name.lower()})")
 
     def to_dict(self) -> dict[str, Any]:
         return {"s": list(self.s), "loss": list(self.loss), "lambda_min": list(self.lambda_min),
                 "lambda_max": list(self.lambda_max), "displacement": list(self.displacement),
-                "wall": list(self.wall), "method": self.method, "nfev": self.nfev, "message": self.message}
+                "wall": list(self.wall), "method": self.method, "nfev": self.nfev, "message": self.message,
+                "status": self.status.name.lower(), "loss_floor": self.loss_floor, "time_requested": self.time_requested}
 
 
 def _progress(total: float, enabled: bool | None, desc: str):
+    """A tqdm bar over flow time on stderr: on when ``enabled``, else only on a terminal."""
     from tqdm.auto import tqdm
 
     disable = (not sys.stderr.isatty()) if enabled is None else (not enabled)
-    return tqdm(total=total, disable=disable, desc=desc, unit="s", leave=False)
+    if desc != "gradient flow":
+        return tqdm(total=total, disable=disable, desc=desc, leave=False)
+    return tqdm(total=total, disable=disable, desc=desc, unit="s", leave=False,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| s={n:.4g}/{total:.4g} [{elapsed}<{remaining}{postfix}]")
+
+
+def _ntk_record_indices(track_ntk: bool | int, n_records: int) -> list[int]:
+    if track_ntk is True:
+        return list(range(n_records))
+    k = int(track_ntk)
+    if k <= 0:
+        return []
+    if k == 1:
+        return [0]
+    return sorted(set(np.round(np.linspace(0, n_records - 1, min(k, n_records))).astype(int).tolist()))
 
 
 def gradient_flow(
@@ -620,35 +549,62 @@ def gradient_flow(
     loss: LossKind = "tokens",
     n_records: int = 40,
     record_spacing: Literal["linear", "log"] = "linear",
-    track_ntk: bool = True,
+    track_ntk: bool | int = True,
     rtol: float = 1e-8,
     atol: float = 1e-12,
-    method: str = "RK45",
+    method: str = "auto",
     step: float | None = None,
     progress: bool | None = None,
+    loss_target: float | None = None,
+    time_budget: float | None = None,
 ) -> FlowResult:
     r"""Integrate :math:`d\theta_h/ds = -m\,\nabla_{\theta_h}\mathcal L` on ``[0, time_end]``.
 
-    With ``step=None`` the flow is integrated by :func:`scipy.integrate.solve_ivp`
-    (``method``, ``rtol``, ``atol``); with ``step = eta`` it is explicit gradient descent
-    :math:`\theta_{k+1} = \theta_k - \eta\,m\,\nabla\mathcal L(\theta_k)`, ``s = k eta``
-    (stable for :math:`\eta < 2/\lambda_{\max}(K)` near a minimum).
+    Integrators (``method``):
 
-    Records at ``n_records`` times: loss, NTK ``lambda_min``/``lambda_max`` over all
-    parameters (``track_ntk``), displacement, wall time.
+    * ``"auto"`` / ``"exponential"``: adaptive exponential integrator (ETD2) whose linear
+      part is the NTK at the initial parameters, treated exactly; the step is limited by
+      the nonlinearity only, not by :math:`\lambda_{\max}/\lambda_{\min}` (module
+      ``ntkcheck._integrate``). Needs the linearisation: free at FixUp (``V = 0``: the
+      features), a dense Jacobian otherwise (``"auto"`` then falls back to ``"RK45"``
+      when that is over the memory budget);
+    * a :mod:`scipy.integrate` solver by name (``"RK45"``, ``"DOP853"``, ...), with
+      ``rtol``, ``atol``;
+    * ``step = eta``: explicit gradient descent
+      :math:`\theta_{k+1} = \theta_k - \eta\,m\,\nabla\mathcal L(\theta_k)`, ``s = k eta``
+      (stable for :math:`\eta < 2/\lambda_{\max}(K)` near a minimum).
+
+    The run always ends: at ``time_end``, when the loss reaches ``loss_target``, or when
+    ``time_budget`` wall-clock seconds are spent (``status`` says which; the last record
+    is where it stopped).
+
+    Records at ``n_records`` times: loss, displacement, wall time, and the NTK
+    ``lambda_min``/``lambda_max`` over all parameters at every record (``track_ntk=True``),
+    at ``k`` evenly spaced records (``track_ntk=k``), or never (``False``).
+
+    The model runs on the distinct atoms of each sample with their masses (copies of a
+    token move together); token targets are averaged over copies and their spread is
+    reported as ``loss_floor``.
 
     References: MATH.md section 5; seed 002 eq. 13 with beta = 0; seed 003 Thm. 4.
     """
+    from . import _integrate
+
     _check_loss(loss)
-    samples = _check_common(samples, params, layers, T)
+    batch = _prepare(samples, params, layers, T)
     if not (np.isfinite(time_end) and time_end > 0):
         raise DomainError(f"time_end must be finite and > 0, got {time_end!r}")
     if n_records < 2:
         raise DomainError(f"n_records must be >= 2, got {n_records}")
     if step is not None and not (np.isfinite(step) and step > 0):
         raise DomainError(f"step must be finite and > 0, got {step!r}")
-    batch = _Batch.of(samples)
-    Y = _targets_array(batch, targets, loss)
+    if loss_target is not None and not (np.isfinite(loss_target) and loss_target >= 0):
+        raise DomainError(f"loss_target must be finite and >= 0, got {loss_target!r}")
+    if time_budget is not None and not (np.isfinite(time_budget) and time_budget > 0):
+        raise DomainError(f"time_budget must be finite and > 0 seconds, got {time_budget!r}")
+    if record_spacing not in ("linear", "log"):
+        raise InputError(f"record_spacing: expected 'linear' or 'log', got {record_spacing!r}")
+    Y, floor = _attention._targets_array(batch, targets, loss)
     layers, T = int(layers), float(T)
     m = _mobility(params, layers, T)
     p0 = params.flat()
@@ -656,74 +612,88 @@ def gradient_flow(
         s_rec = np.concatenate([[0.0], np.geomspace(time_end * 1e-3, time_end, n_records - 1)])
     else:
         s_rec = np.linspace(0.0, time_end, n_records)
-    t_start = time.perf_counter()
-    calls: list[tuple[float, float]] = []
-    nfev = 0
     bar = _progress(time_end, progress, "gradient flow")
 
-    def grad_vec(vec: np.ndarray) -> np.ndarray:
-        nonlocal nfev
-        nfev += 1
-        _, g = _loss_grad(batch, params.unflat(vec), Y, layers, T, loss)
-        return g.flat()
+    def field_(vec: np.ndarray) -> tuple[float, np.ndarray]:
+        val, g = _loss_grad(batch, params.unflat(vec), Y, layers, T, loss)
+        return val, -m * g.flat()
 
-    if step is None:
-        def rhs(s: float, vec: np.ndarray) -> np.ndarray:
-            calls.append((s, time.perf_counter() - t_start))
-            if s > bar.n:
-                bar.update(min(s, time_end) - bar.n)
-            return -m * grad_vec(vec)
+    def show(s: float, val: float) -> None:
+        bar.update(min(s, time_end) - bar.n)
+        bar.set_postfix_str(f"loss={val + floor:.3e}", refresh=False)
 
-        sol = solve_ivp(rhs, (0.0, time_end), p0, method=method, t_eval=s_rec, rtol=rtol, atol=atol)
-        if not sol.success:
-            bar.close()
-            raise DomainError(f"solve_ivp ({method}) failed: {sol.message}")
-        states = sol.y.T
-        s_out = sol.t
-        method_name, message = f"solve_ivp:{method}", str(sol.message)
-        call_s = np.array([c[0] for c in calls])
-        call_w = np.array([c[1] for c in calls])
-        walls = [float(call_w[min(int(np.searchsorted(call_s, s)), len(call_w) - 1)]) for s in s_out]
-    else:
-        n_steps = int(math.ceil(time_end / step))
-        rec_steps = np.unique(np.round(s_rec / step).astype(int).clip(0, n_steps))
-        vec = p0.copy()
-        states, walls, s_list = [], [], []
-        for k in range(n_steps + 1):
-            if k in set(rec_steps.tolist()):
-                states.append(vec.copy())
-                walls.append(time.perf_counter() - t_start)
-                s_list.append(k * step)
-            if k == n_steps:
-                break
-            vec = vec - step * m * grad_vec(vec)
-            if not np.all(np.isfinite(vec)):
-                bar.close()
-                raise DomainError(f"gradient descent diverged at step {k} (step={step}); take a smaller step")
-            bar.update(step)
-        s_out = np.array(s_list)
-        method_name, message = f"gd:step={step:g}", f"{n_steps} steps"
-    bar.close()
+    notes: list[str] = []
+    rec = _integrate._Recorder(s_rec, time_budget, None if loss_target is None else loss_target - floor, show)
+    try:
+        if step is not None:
+            run = _integrate.descent(field_, p0, time_end, rec, step=step)
+        else:
+            lin = None
+            if method in ("auto", "exponential"):
+                try:
+                    lin = _attention.linear_part(batch, params, layers, T, loss)
+                except DomainError as exc:
+                    if method == "exponential":
+                        raise
+                    notes.append(f"RK45 instead of the exponential integrator ({exc})")
+            if lin is not None:
+                def relinearise(vec: np.ndarray) -> _attention._Linear | None:
+                    try:
+                        return _attention.linear_part(batch, params.unflat(vec), layers, T, loss)
+                    except DomainError:  # the dense Jacobian is over the memory budget
+                        return None
 
-    losses, lmins, lmaxs, disps = [], [], [], []
-    outputs = []
-    for vec in states:
+                run = _integrate.exponential(field_, p0, time_end, lin, rec, rtol=rtol, atol=atol,
+                                             relinearise=relinearise)
+            else:
+                run = _integrate.ode_solver(field_, p0, time_end, rec, method="RK45" if method == "auto" else method,
+                                            rtol=rtol, atol=atol)
+    finally:
+        bar.close()
+
+    ntk_at = set(_ntk_record_indices(track_ntk, len(run.states)))
+    dense = [r for r in ntk_at if not _attention._is_fixup(params.unflat(run.states[r]))]
+    ntk_bar = _progress(len(dense), progress, "NTK records") if dense else None
+    losses, lmins, lmaxs, disps, outputs = [], [], [], [], []
+    skipped, skipped_at = "", float("nan")
+    for r, vec in enumerate(run.states):
         pr = params.unflat(vec)
-        XT, cache = _forward(batch, pr, layers, T, keep=track_ntk)
+        want = r in ntk_at and not skipped
+        XT, cache = _forward(batch, pr, layers, T, keep=want)
         z = _outputs(batch, XT, loss)
         val, _ = _loss_value(batch, z, Y, loss)
-        losses.append(val)
+        losses.append(val + floor)
         disps.append(_displacement(params, p0, vec, layers, T))
         if track_ntk:
-            ev = np.linalg.eigvalsh(_ntk_matrix(batch, pr, layers, T, loss, cache))
-            lmins.append(float(ev[0]))
-            lmaxs.append(float(ev[-1]))
+            lo = hi = float("nan")
+            cheap = _attention._is_fixup(pr)  # from the features: no dense Jacobian
+            if want and not cheap and time_budget is not None and rec.wall() >= time_budget:
+                skipped, skipped_at = "the wall-clock budget was spent", run.s[r]
+            elif want:
+                try:
+                    ev = _ntk_eigenvalues(batch, pr, layers, T, loss, cache)
+                    lo, hi = float(ev[0]), float(ev[-1])
+                except DomainError as exc:
+                    skipped, skipped_at = str(exc), run.s[r]
+                if ntk_bar is not None and not cheap:
+                    ntk_bar.update(1)
+            lmins.append(lo)
+            lmaxs.append(hi)
         outputs.append(z)
+    if ntk_bar is not None:
+        ntk_bar.close()
+    if skipped:
+        notes.append(f"NTK eigenvalues not recorded from s={skipped_at:.4g} on: {skipped}")
+    message = f"{run.status}: {run.steps} steps, {run.nfev} gradients"
+    if run.rejected:
+        message += f" ({run.rejected} steps rejected)"
+    if floor > 0:
+        notes.append(f"copies of a token have different targets: loss >= {floor:.4g} (loss_floor)")
+    message = "; ".join([message] + notes)
     return FlowResult(
-        tuple(float(v) for v in s_out), tuple(losses), tuple(lmins), tuple(lmaxs), tuple(disps),
-        tuple(float(w) for w in walls), method_name, nfev, message, params.unflat(states[-1]), tuple(outputs),
+        run.s, tuple(losses), tuple(lmins), tuple(lmaxs), tuple(disps), run.walls, run.method, run.nfev, message,
+        params.unflat(run.states[-1]), tuple(outputs), run.status, float(floor), float(time_end),
     )
-
 
 # ----------------------------------------------------------------------------- experiments
 
@@ -772,34 +742,49 @@ def _fit_slope(s: np.ndarray, y: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class _Setup:
+    """The model at initialisation: outputs, the NTK ``K_0 = k (x) I_q`` and its eigenbasis."""
+
     batch: _Batch
     params: AttentionParams
     layers: int
     T: float
     loss: str
     z0: np.ndarray
-    K0: np.ndarray
-    evals: np.ndarray
-    evecs: np.ndarray
+    lin: _attention._Linear
+    evals: np.ndarray  # eigenvalues of K_0, ascending
     sqrtw: np.ndarray  # sqrt of the loss weights, broadcast to the outputs' shape
+
+    @functools.cached_property
+    def evecs(self) -> np.ndarray:
+        """Eigenvectors of ``K_0`` as a dense matrix (columns, ordered as ``evals``).
+
+        ``(rows d)^2`` entries at FixUp: prefer :meth:`coords` / :meth:`project`."""
+        return np.kron(self.lin.U, np.eye(self.lin.q))
+
+    def coords(self, u: np.ndarray) -> np.ndarray:
+        """``evecs.T @ u`` without forming ``evecs``."""
+        return self.lin.coords(u)
+
+    def project(self, u: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """Orthogonal projection of ``u`` on the eigenvectors where ``keep`` (over ``evals``) is True."""
+        c = self.lin.coords(u)
+        return self.lin.from_coords(np.where(keep, c, 0.0))
 
 
 def _setup(samples: Any, params: AttentionParams, layers: int, T: float, loss: str) -> _Setup:
     _check_loss(loss)
-    samples = _check_common(samples, params, layers, T)
-    batch = _Batch.of(samples)
+    batch = _prepare(samples, params, layers, T)
     layers, T = int(layers), float(T)
     XT, cache = _forward(batch, params, layers, T, keep=True)
     z0 = _outputs(batch, XT, loss)
-    K0 = _ntk_matrix(batch, params, layers, T, loss, cache)
-    ev, U = np.linalg.eigh(K0)
+    lin = _attention.linear_part(batch, params, layers, T, loss, cache)
     w = _weights(batch, loss)
     sqrtw = np.broadcast_to(np.sqrt(w)[..., None], z0.shape)
-    return _Setup(batch, params, layers, T, loss, z0, K0, ev, U, sqrtw)
+    return _Setup(batch, params, layers, T, loss, z0, lin, lin.full_evals(), sqrtw)
 
 
 def _weighted_flat(st: _Setup, z: np.ndarray) -> np.ndarray:
-    """Weighted outputs in the NTK's coordinates (rows of W^{1/2} J): real token slots only."""
+    """Weighted outputs in the NTK's coordinates (rows of W^{1/2} J): real atoms only."""
     zw = st.sqrtw * z
     if st.loss == "readout":
         return zw.ravel()
@@ -818,13 +803,14 @@ def _from_weighted(st: _Setup, u: np.ndarray) -> np.ndarray:
 
 
 def _targets_from(st: _Setup, z: np.ndarray) -> Any:
+    """Targets for :func:`gradient_flow` from atom-level outputs (copies get their atom's)."""
     if st.loss == "readout":
         return z
-    return st.batch.unpad(z)
+    return st.batch.expand(z)
 
 
 def _default_params(samples: Any, heads: int, layers: int, per_layer: bool, q_scale: float, b_scale: float, seed: int) -> AttentionParams:
-    d = as_samples(samples)[0].shape[1]
+    d = as_laws(samples)[0].dim
     return init_params(d, heads, layers=layers if per_layer else None, q_scale=q_scale, b_scale=b_scale, seed=seed)
 
 
@@ -842,9 +828,14 @@ class LocalConvergence:
     eq31_holds : every record satisfies :math:`\mathcal L(s)\le e^{-\lambda_0 s}\mathcal L(0)`
     linearisation_error : max over records of :math:`|\mathcal L - \mathcal L_{lin}| / \mathcal L_{lin}`,
         :math:`\mathcal L_{lin}(s) = \frac12|e^{-K_0 s}u_0|^2`
-    displacement_max, displacement_bound : max particle displacement and the Thm. 8.5 bound in
-        its :math:`L_K\to\infty` limit :math:`2\sqrt{2\Lambda}\,\mathcal L(0)^{1/2}/\lambda_0`
-    lipschitz_lower : :math:`\max_s|\lambda_{\min}(K_s)-\lambda_0|/\mathrm{disp}(s)`, a lower bound on ``L_K``
+    displacement_max, displacement_bound : max particle displacement and the Thm. 8.5 bound with
+        the corrected constants, :math:`2\sqrt{2\Lambda+\lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0`
+        (guaranteed only when ``certificate.certified``)
+    lipschitz_lower : :math:`\max_s|\lambda_{\min}(K_s)-\lambda_0|/\mathrm{disp}(s)`, a measured lower
+        bound on ``L_K``: it can refute the corrected eq. 30, never establish it
+    certificate : :class:`ntkcheck.lipschitz.ConvergenceCertificate` or None
+        Whether the corrected eq. 30 holds with a certified ``L_K`` and, if so, the guaranteed
+        rate and radius; ``None`` for per-layer heads (the bound covers shared heads).
     """
 
     loss_kind: str
@@ -868,6 +859,7 @@ class LocalConvergence:
     lipschitz_lower: float
     time_end: float
     flow: FlowResult = field(repr=False)
+    certificate: Any = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         return (f"LocalConvergence({self.loss_kind}, eps={self.eps:g}: lambda_0={self.lambda_0:.4g}, "
@@ -880,6 +872,7 @@ class LocalConvergence:
             "loss_final", "rate_theorem", "rate_measured", "rate_asymptotic", "rate_linearised", "eq31_holds",
             "linearisation_error", "displacement_max", "displacement_bound", "lipschitz_lower", "time_end")}
         out["flow"] = self.flow.to_dict()
+        out["certificate"] = None if self.certificate is None else self.certificate.to_dict()
         return out
 
 
@@ -899,12 +892,13 @@ def local_convergence(
     time_end: float | None = None,
     decades: float = 4.0,
     n_records: int = 30,
-    track_ntk: bool = True,
+    track_ntk: bool | int = True,
     rtol: float = 1e-7,
     atol: float = 1e-12,
-    method: str = "RK45",
+    method: str = "auto",
     step: float | None = None,
     progress: bool | None = None,
+    time_budget: float | None = None,
 ) -> LocalConvergence:
     r"""Experiment (a): targets :math:`y = z_0 + \varepsilon r` near the initial outputs.
 
@@ -935,10 +929,10 @@ def local_convergence(
     # residual z0 - y = -eps r, i.e. u0 = W^{1/2}(z0 - y) = -eps u_dir
     y = st.z0 + eps * _from_weighted(st, u_dir)
     if time_end is None:
-        time_end = decades * math.log(10.0) / (2.0 * max(lam0, 1e-300))
+        time_end = flow_time(st.evals, decades).time  # finite even for a singular NTK
     flow = gradient_flow(samples, params, _targets_from(st, y), layers=layers, time_end=time_end, T=T, loss=loss,
                          n_records=n_records, track_ntk=track_ntk, rtol=rtol, atol=atol, method=method, step=step,
-                         progress=progress)
+                         progress=progress, time_budget=time_budget)
     s = np.array(flow.s)
     Ls = np.array(flow.loss)
     L0 = Ls[0]
@@ -947,20 +941,29 @@ def local_convergence(
     rate_measured = float(rates.min())
     half = s >= s[-1] / 2
     rate_asym = -_fit_slope(s[half], np.log(Ls[half]))
-    coef = st.evecs.T @ (-eps * u_dir)
+    coef = st.coords(-eps * u_dir)
     L_lin = 0.5 * np.sum((np.exp(-np.outer(s, st.evals)) * coef) ** 2, axis=1)
     lin_err = float(np.max(np.abs(Ls - L_lin) / L_lin))
     eq31 = bool(np.all(Ls <= np.exp(-lam0 * s) * L0 * (1 + 1e-9)))
     disp = np.array(flow.displacement)
     if track_ntk and np.any(disp > 0):
         dl = np.abs(np.array(flow.lambda_min) - lam0)
-        lip = float(np.max(dl[disp > 0] / disp[disp > 0]))
+        seen = (disp > 0) & np.isfinite(dl)  # records where the NTK was computed
+        lip = float(np.max(dl[seen] / disp[seen])) if np.any(seen) else float("nan")
     else:
         lip = float("nan")
-    bound = 2.0 * math.sqrt(2.0 * lamM) / lam0 * math.sqrt(L0) if lam0 > 0 else float("inf")
+    # seed 002 Thm. 8.5 with the corrected constants (theory/local-convergence.md)
+    bound = 2.0 * math.sqrt(2.0 * lamM + lam0) / lam0 * math.sqrt(L0) if lam0 > 0 else float("inf")
+    cert = None
+    if not params.per_layer:
+        from .lipschitz import certificate_from_spectrum
+
+        cert = certificate_from_spectrum(samples, params, layers=int(layers), T=float(T), loss=loss, lambda_min=lam0,
+                                         lambda_max=lamM, loss_initial=float(L0))
     return LocalConvergence(
         loss, float(eps), params.heads, int(layers), float(T), params.per_layer, lam0, lamM, float(L0), float(Ls[-1]),
         lam0, rate_measured, float(rate_asym), 2.0 * lam0, eq31, lin_err, float(disp.max()), bound, lip, float(time_end), flow,
+        cert,
     )
 
 
@@ -996,6 +999,7 @@ class KernelPlateau:
     kernel_loss: tuple[float, ...]
     range_loss: tuple[float, ...]
     flow: FlowResult = field(repr=False)
+    kernel_source: str = "given"
 
     def __repr__(self) -> str:
         return (f"KernelPlateau(kernel_dim={self.kernel_dim}, lambda_plus={self.lambda_plus:.4g}: kernel loss x{self.kernel_loss_ratio:.4g}, "
@@ -1004,7 +1008,7 @@ class KernelPlateau:
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in (
             "kernel_dim", "lambda_min_0", "lambda_plus", "lambda_max_0", "eps", "mix", "time_end", "kernel_loss_ratio",
-            "range_loss_ratio", "predicted_ratio", "kernel_rate_measured")}
+            "range_loss_ratio", "predicted_ratio", "kernel_rate_measured", "kernel_source")}
         out["kernel_loss"] = list(self.kernel_loss)
         out["range_loss"] = list(self.range_loss)
         out["flow"] = self.flow.to_dict()
@@ -1030,8 +1034,9 @@ def kernel_plateau(
     rtol: float = 1e-7,
     atol: float = 1e-12,
     progress: bool | None = None,
+    time_budget: float | None = None,
 ) -> KernelPlateau:
-    r"""Experiment (b), per-token loss: dependent CGFs with overlap (:func:`overlap_example` by default).
+    r"""Experiment (b), per-token loss: a residual in the NTK kernel (:func:`overlap_example` by default).
 
     The residual is :math:`z_0 - y = \varepsilon(\sqrt{1-\text{mix}^2}\,p\otimes e + \text{mix}\,r)`
     (weighted-normalised), ``p`` the kernel adjoint of seed 003 Prop. 8 (condition (34)),
@@ -1039,53 +1044,73 @@ def kernel_plateau(
     the initial point is stationary (the gradient vanishes exactly); ``mix > 0`` lets the
     parameters move, so the plateau is a property of the flow, not of a fixed point.
 
+    ``kernel_direction``: one value per given token (copies of a token are averaged: the
+    NTK acts on :math:`L^2(\mu_i)`) or per distinct atom. Omitted with custom ``samples``,
+    the slowest eigenvector of :math:`K_0` is used when it is in the numerical kernel
+    (eigenvalue below ``kernel_tol`` :math:`\lambda_{\max}`); ``kernel_source`` says which.
+
     References: seed 003 Prop. 8 (necessity half), Thm. 4 (its positivity assumption fails here).
     """
     if samples is None:
         samples, p = overlap_example()
         kernel_direction = p if kernel_direction is None else kernel_direction
-    if kernel_direction is None:
-        raise InputError("kernel_plateau: give kernel_direction (one value per token slot) with custom samples")
     if not (0 <= mix < 1):
         raise DomainError(f"mix must be in [0, 1), got {mix!r}")
-    samples = as_samples(samples)
-    d = samples[0].shape[1]
+    if not (np.isfinite(eps) and eps > 0):
+        raise DomainError(f"eps must be finite and > 0, got {eps!r}")
+    d = as_laws(samples)[0].dim
     params = init_params(d, heads, q_scale=q_scale, b_scale=b_scale, seed=seed)
     st = _setup(samples, params, layers, T, "tokens")
     lamM = float(st.evals[-1])
     ker = st.evals < kernel_tol * lamM
     kdim = int(ker.sum())
     if kdim == 0:
-        raise DomainError(f"the NTK at initialisation has no kernel (lambda_min={st.evals[0]:.3g}); not a dependent-with-overlap case")
+        raise DomainError(f"the NTK at initialisation has no kernel (lambda_min / lambda_max = {st.evals[0] / lamM:.3g} "
+                          f">= kernel_tol = {kernel_tol:g}): nothing plateaus; this is not a dependent-with-overlap case")
     lam_plus = float(st.evals[~ker][0])
-    pk = np.asarray(kernel_direction, dtype=np.float64).reshape(-1)
-    M = int(st.batch.counts.sum())
-    if pk.shape[0] != M:
-        raise InputError(f"kernel_direction: expected {M} values (one per token slot), got {pk.shape[0]}")
-    e = np.zeros(d)
-    e[0] = 1.0
-    # residual (z - y) proportional to p (x) e  <=>  u proportional to W^{1/2} p (x) e
-    w_flat = st.sqrtw[..., 0][st.batch.mask]
-    u_ker = np.kron(w_flat * pk, e)
-    u_ker /= np.linalg.norm(u_ker)
-    P_ker = st.evecs[:, ker] @ st.evecs[:, ker].T
-    if np.linalg.norm(u_ker - P_ker @ u_ker) > 1e-6:
-        raise DomainError("kernel_direction is not in the NTK kernel at initialisation (residual "
-                          f"{np.linalg.norm(u_ker - P_ker @ u_ker):.3g}); check the shared atom and the coefficients")
+    if kernel_direction is None:
+        source = "computed"
+        first = np.zeros(len(st.evals))
+        first[0] = 1.0
+        u_ker = st.lin.from_coords(first)  # the slowest eigenvector, in the kernel
+    else:
+        source = "given"
+        pk = np.asarray(kernel_direction, dtype=np.float64).reshape(-1)
+        n_tok, n_atoms = int(st.batch.n_tokens.sum()), int(st.batch.counts.sum())
+        if pk.shape[0] == n_tok:  # per token: average the copies of each atom
+            parts = np.split(pk, np.cumsum(st.batch.n_tokens)[:-1])
+            pk = np.concatenate([np.bincount(t, weights=v, minlength=int(c)) / np.bincount(t, minlength=int(c))
+                                 for t, v, c in zip(st.batch.tokens, parts, st.batch.counts)])
+        elif pk.shape[0] != n_atoms:
+            raise InputError(f"kernel_direction: expected {n_tok} values (one per token) or {n_atoms} "
+                             f"(one per distinct atom), got {pk.shape[0]}")
+        e = np.zeros(d)
+        e[0] = 1.0
+        # residual (z - y) proportional to p (x) e  <=>  u proportional to W^{1/2} p (x) e
+        w_flat = st.sqrtw[..., 0][st.batch.mask]
+        u_ker = np.kron(w_flat * pk, e)
+        if not np.linalg.norm(u_ker) > 0:
+            raise InputError("kernel_direction: is zero on every atom")
+        u_ker /= np.linalg.norm(u_ker)
+        off = float(np.linalg.norm(u_ker - st.project(u_ker, ker)))
+        if off > 1e-6:
+            raise DomainError(f"kernel_direction is not in the NTK kernel at initialisation (residual {off:.3g}); "
+                              "check the shared atom and the coefficients")
     rng = np.random.default_rng(seed + 1)
     r = rng.standard_normal(len(st.evals))
-    r -= P_ker @ r
+    r -= st.project(r, ker)
     r /= np.linalg.norm(r)
     u0 = eps * (math.sqrt(1 - mix**2) * u_ker + mix * r)
     y = st.z0 - _from_weighted(st, u0)
     if time_end is None:
         time_end = decades * math.log(10.0) / (2.0 * lam_plus)
     flow = gradient_flow(samples, params, _targets_from(st, y), layers=layers, time_end=time_end, T=T, loss="tokens",
-                         n_records=n_records, track_ntk=False, rtol=rtol, atol=atol, progress=progress)
+                         n_records=n_records, track_ntk=False, rtol=rtol, atol=atol, progress=progress,
+                         time_budget=time_budget)
     kl, rl = [], []
     for z in flow.outputs:
         u = _weighted_flat(st, z - y)
-        uk = P_ker @ u
+        uk = st.project(u, ker)
         kl.append(0.5 * float(uk @ uk))
         rl.append(0.5 * float((u - uk) @ (u - uk)))
     s_end = flow.s[-1]
@@ -1093,7 +1118,7 @@ def kernel_plateau(
     rratio = rl[-1] / rl[0] if mix > 0 else float("nan")  # mix = 0: the range part is rounding noise
     return KernelPlateau(
         kdim, float(st.evals[0]), lam_plus, lamM, float(eps), float(mix), float(s_end), float(kratio), float(rratio),
-        float(math.exp(-2 * lam_plus * s_end)), float(-math.log(kratio) / s_end), tuple(kl), tuple(rl), flow,
+        float(math.exp(-2 * lam_plus * s_end)), float(-math.log(kratio) / s_end), tuple(kl), tuple(rl), flow, source,
     )
 
 

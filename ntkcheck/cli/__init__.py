@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from ..errors import NtkcheckError
 
 #: subcommand modules, in the order they appear in ``ntkcheck --help``
-_COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "flow")
+_COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "flow", "tokens")
 
 
 def build_parser() -> argparse.ArgumentParser:
