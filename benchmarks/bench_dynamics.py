@@ -47,14 +47,13 @@ import time
 
 import numpy as np
 
-from ntkcheck.dynamics import (
+from ntkcheck.dynamics import default_samples, local_convergence
+from ntkcheck.dynamics.model import (
     _backward,
     _Batch,
     _forward,
     _loss_grad,
-    default_samples,
     init_params,
-    local_convergence,
 )
 
 
@@ -128,9 +127,10 @@ def issue11() -> None:
     """Rows of issue 11 (module docstring)."""
     import warnings
 
-    import ntkcheck._attention as A
-    from ntkcheck.dynamics import _setup, _targets_from, gradient_flow
-    from ntkcheck.io import bundled_path, load_samples
+    import ntkcheck.dynamics._attention as A
+    from ntkcheck.dynamics._experiment import _setup, _targets_from
+    from ntkcheck.dynamics.flow import gradient_flow
+    from ntkcheck.io.files import bundled_path, load_samples
 
     rng = np.random.default_rng(0)
     samples = list(rng.standard_normal((12, 10, 64)))
@@ -140,7 +140,8 @@ def issue11() -> None:
     for loss in ("readout", "tokens"):
         st = _setup(samples, p, 4, 1.0, loss)
         u = rng.standard_normal(len(st.evals))
-        from ntkcheck.dynamics import _from_weighted, flow_time
+        from ntkcheck.dynamics._experiment import _from_weighted
+        from ntkcheck.dynamics.flow import flow_time
 
         y = _targets_from(st, st.z0 + 0.01 * _from_weighted(st, u / np.linalg.norm(u)))
         t_end = flow_time(st.evals, 4.0).time
@@ -185,7 +186,7 @@ def issue11() -> None:
     print(f"{'gradient, 8 distinct atoms with masses':46s} {t_a * 1e3:6.1f} ms {'':6s} {t_a / t_s:6.2f}x "
           f"{np.max(np.abs(ga - gs)) / np.max(np.abs(gs)):9.1e}")
     # the bundled data with the per-token loss: singular NTK, must end
-    from ntkcheck.dynamics import local_convergence
+    from ntkcheck.dynamics.convergence import local_convergence
 
     bundled = load_samples(bundled_path("screen_default.npz"))
     with warnings.catch_warnings():

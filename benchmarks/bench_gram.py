@@ -1,4 +1,4 @@
-"""Benchmark of the NTK Gram at FixUp (ntkcheck.gram), issue 3.
+"""Benchmark of the NTK Gram at FixUp (ntkcheck.ntk.gram_matrix), issue 3.
 
 For M token slots (N = 8 tokens a sample, M / 8 samples), d = 8 and 32, H d = 2 M heads:
 
@@ -39,14 +39,13 @@ import tracemalloc
 
 import numpy as np
 
-from ntkcheck.families import Empirical, as_laws
-from ntkcheck.gram import (
+from ntkcheck.cgf import Empirical, as_laws
+from ntkcheck.ntk.features import attention_features, init_heads
+from ntkcheck.ntk.gram_matrix import (
     _extremal_eigh,
     _gram_accumulated,
     _gram_lower,
-    attention_features,
     gram,
-    init_heads,
 )
 
 N_TOK = 8
@@ -163,7 +162,7 @@ def main(argv=None) -> None:
 
 
 def _laws_bench() -> None:
-    from ntkcheck.structure import dependence_structure
+    from ntkcheck.ntk.structure import dependence_structure
 
     rng = np.random.default_rng(0)
     print(f"{'M':>6} {'d':>4} {'H':>5} | {'equal s':>8} {'weighted s':>10} {'ratio':>6}")

@@ -39,8 +39,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from _nbsetup import FIGURES, SMALL  # noqa: E402  (notebooks/_nbsetup.py)
 
-from ntkcheck.decide import Verdict, decide
-from ntkcheck.families import (
+from ntkcheck.independence.decision import decide
+from ntkcheck.independence.results import Verdict
+from ntkcheck.cgf import (
     Dirac,
     Gaussian,
     GaussianConvolution,
@@ -107,7 +108,7 @@ t = np.linspace(-2.0, 2.0, 101 if SMALL else 401)
 
 
 def curve(measure, t):
-    from ntkcheck.decide import as_measures
+    from ntkcheck.independence.decision import as_measures
 
     fam = as_measures([measure])[0]
     radius = fam.mgf_radius(W)

@@ -34,8 +34,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from _nbsetup import FIGURES, SMALL  # noqa: E402  (notebooks/_nbsetup.py)
 
-from ntkcheck.crosscheck import crosscheck
-from ntkcheck.gram import init_heads
+from ntkcheck.ntk.crosscheck import crosscheck
+from ntkcheck.ntk.features import init_heads
 
 # %% [markdown]
 # ## The six cases

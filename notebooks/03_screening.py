@@ -14,7 +14,7 @@
 # %% [markdown]
 # # 03 — Screening token data at FixUp initialisation
 #
-# `ntkcheck.screen` answers, for a set of token samples, everything the seeds let us say
+# `ntkcheck.screening` answers, for a set of token samples, everything the seeds let us say
 # before training: are the CGFs weakly / strongly independent (with certificates), is the
 # NTK Gram at FixUp positive for the heads we would draw, does that agree with Prop. 8,
 # and what linear rate would seed 002 Thm. 8.5 promise.
@@ -39,8 +39,8 @@ from _nbsetup import FIGURES, SMALL  # noqa: E402  (notebooks/_nbsetup.py)
 
 from ntkcheck.cli import main as ntkcheck_cli
 from ntkcheck.errors import NtkcheckWarning
-from ntkcheck.io import bundled_path, load_samples
-from ntkcheck.screen import screen
+from ntkcheck.io.files import bundled_path, load_samples
+from ntkcheck.screening import screen
 
 # %% [markdown]
 # ## 1. The bundled dataset

@@ -42,7 +42,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from _nbsetup import FIGURES, SMALL  # noqa: E402  (notebooks/_nbsetup.py)
 
-from ntkcheck.decide import decide
+from ntkcheck.independence.decision import decide
 from ntkcheck.dynamics import eps_sweep, kernel_plateau, local_convergence
 
 # %% [markdown]
@@ -139,7 +139,7 @@ plt.close(fig)
 # ## 3. Growing the initial loss
 #
 # Eq. 30 asks for a small initial excess loss; how small depends on the NTK's Lipschitz
-# constant `L_K`. `ntkcheck.lipschitz` certifies an upper bound on it (printed above with
+# constant `L_K`. `ntkcheck.dynamics.lipschitz` certifies an upper bound on it (printed above with
 # the certificate: at `eps = 1e-2` the initial loss is too large for a guarantee, by the
 # factor shown), so the threshold is conservative. Here the same heads and direction are run at
 # growing `eps`; the rate is reported relative to `lambda_0`. `breakdown_eps` is the

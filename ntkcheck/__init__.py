@@ -5,25 +5,39 @@ token distributions' CGFs are linearly independent modulo affine functions (the
 converse needs overlapping supports). ntkcheck decides that property with
 certificates, assembles the finite-token NTK Gram matrix, and runs the gradient flow
 whose linear convergence the positivity buys.
+
+Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
+
+    cli                      command line
+    claims                   seed claims tried by hypothesis
+    strategies               hypothesis strategies for users' own tests
+    screening                initialisation screening of user data
+    dynamics                 model, adjoint, NTK over all parameters, flows, experiments
+    io                       token files, heads files, real models
+    ntk                      heads, features, Gram on distinct atoms, structures, cross-check
+    independence             decision, certified rank, identities, sufficient conditions
+    cgf                      CGFs, the empirical law (one sample type), closed-form families
+    _validate                validation where data enter
+    errors, _budget          exceptions; time budget
 """
 
 from __future__ import annotations
 
 # CGFs of token sets
-from .cgf import cgf_gradient as cgf_gradient
-from .cgf import cgf_hessian as cgf_hessian
-from .cgf import cumulants_1d_exact as cumulants_1d_exact
-from .cgf import joint_cumulants as joint_cumulants
-from .cgf import log_mgf as log_mgf
+from .cgf.core import cgf_gradient as cgf_gradient
+from .cgf.core import cgf_hessian as cgf_hessian
+from .cgf.core import cumulants_1d_exact as cumulants_1d_exact
+from .cgf.core import joint_cumulants as joint_cumulants
+from .cgf.core import log_mgf as log_mgf
 
 # the seed's sufficient conditions
-from .conditions import gap_condition as gap_condition
-from .conditions import vandermonde_condition as vandermonde_condition
+from .independence.conditions import gap_condition as gap_condition
+from .independence.conditions import vandermonde_condition as vandermonde_condition
 
 # the decision engine
-from .decide import Decision as Decision
-from .decide import Verdict as Verdict
-from .decide import decide as decide
+from .independence.decision import decide as decide
+from .independence.results import Decision as Decision
+from .independence.results import Verdict as Verdict
 
 # errors
 from .errors import DomainError as DomainError
@@ -33,16 +47,16 @@ from .errors import NtkcheckWarning as NtkcheckWarning
 from .errors import PrecisionError as PrecisionError
 
 # token distributions
-from .families import Dirac as Dirac
-from .families import Empirical as Empirical
-from .families import EmpiricalConvolution as EmpiricalConvolution
-from .families import Family as Family
-from .families import Gaussian as Gaussian
-from .families import GaussianConvolution as GaussianConvolution
-from .families import GaussianMixture2 as GaussianMixture2
-from .families import Laplace as Laplace
-from .families import Translation as Translation
-from .families import UniformCube as UniformCube
-from .io import load_samples as load_samples
+from .cgf import Dirac as Dirac
+from .cgf import Empirical as Empirical
+from .cgf import EmpiricalConvolution as EmpiricalConvolution
+from .cgf import Family as Family
+from .cgf import Gaussian as Gaussian
+from .cgf import GaussianConvolution as GaussianConvolution
+from .cgf import GaussianMixture2 as GaussianMixture2
+from .cgf import Laplace as Laplace
+from .cgf import Translation as Translation
+from .cgf import UniformCube as UniformCube
+from .io.files import load_samples as load_samples
 
 __version__ = "0.1.0"

@@ -1,6 +1,6 @@
 """A time budget shared by the routes of one decision.
 
-:func:`ntkcheck.decide.decide` takes ``timeout`` seconds; every route calls
+:func:`ntkcheck.independence.decision.decide` takes ``timeout`` seconds; every route calls
 :meth:`Budget.check` between its steps (truncation orders, working precisions,
 directions, identity attempts, and inside long loops over measures or product terms).
 An exhausted budget raises :class:`OutOfTime`, which never leaves the package:

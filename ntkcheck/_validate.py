@@ -7,10 +7,14 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from flint import fmpq
 
 from .errors import InputError
 
-__all__ = ["as_token_set", "as_samples", "as_direction", "check_score_range", "SCORE_LIMIT", "rational_direction", "as_arguments"]
+__all__ = [
+    "as_token_set", "as_samples", "as_direction", "check_score_range", "SCORE_LIMIT", "rational_direction", "as_arguments",
+    "to_fraction", "to_fmpq",
+]
 
 
 def as_token_set(atoms: Any, name: str = "tokens", dim: int | None = None) -> np.ndarray:
@@ -126,11 +130,31 @@ def check_score_range(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray) -
         )
 
 
+def to_fraction(x: Any) -> Fraction:
+    """The exact rational value of ``x`` (a float is read as the dyadic rational it is)."""
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, fmpq):
+        return Fraction(int(x.p), int(x.q))
+    if isinstance(x, (int, np.integer)):
+        return Fraction(int(x))
+    if isinstance(x, str):
+        return Fraction(x)
+    xf = float(x)
+    if not np.isfinite(xf):
+        raise InputError(f"cannot take the exact value of the non-finite number {x!r}")
+    return Fraction(xf)
+
+
+def to_fmpq(x: Any) -> fmpq:
+    """The exact rational value of ``x`` as a FLINT ``fmpq``."""
+    f = to_fraction(x)
+    return fmpq(f.numerator, f.denominator)
+
+
 def rational_direction(w: Any, dim: int) -> tuple[Fraction, ...]:
     """A non-zero direction of length ``dim`` as exact rationals (floats at their dyadic value,
     decimal strings like ``"1.01"`` exactly)."""
-    from .cgf import to_fraction
-
     try:
         raw = list(np.asarray(w, dtype=object).reshape(-1)) if not isinstance(w, (list, tuple)) else list(w)
         wf = tuple(to_fraction(v) for v in raw)

@@ -62,7 +62,7 @@ class RefEmpirical:
     """An empirical law as exact data: ``{atom (tuple of Fraction): mass (Fraction)}``.
 
     Built from raw token rows and weights by :func:`ref_empirical` (repeats merged, zero
-    masses dropped, masses normalised exactly), independently of ``ntkcheck.families``.
+    masses dropped, masses normalised exactly), independently of ``ntkcheck.cgf.empirical``.
     """
 
     def __init__(self, atoms: dict, dim: int) -> None:

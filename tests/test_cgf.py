@@ -1,4 +1,4 @@
-"""Tests of ntkcheck.cgf: empirical CGFs, their derivatives, series and cumulants."""
+"""Tests of ntkcheck.cgf.core: empirical CGFs, their derivatives, series and cumulants."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ntkcheck import cgf
+from ntkcheck.cgf import core as cgf
 from ntkcheck.errors import InputError
 
 finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False)

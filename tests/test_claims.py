@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ntkcheck import claims as C
 from ntkcheck.claims import CLAIMS, Check, Claim, Outcome, check_instance, run_claim
-from ntkcheck.claims._seed003 import _features, _heads_for, relation_dimension_is_one
+from ntkcheck.claims._seed003_ntk import _features, _heads_for, relation_dimension_is_one
 from ntkcheck.cli import main
 from ntkcheck.errors import InputError
 
@@ -148,7 +148,8 @@ def test_runner_finds_a_wrong_constant():
 
 
 def _gram_rel(samples):
-    from ntkcheck.gram import Heads, gram
+    from ntkcheck.ntk.features import Heads
+    from ntkcheck.ntk.gram_matrix import gram
 
     Q, b = _heads_for(samples, 0)
     g = gram(samples, Heads(Q, b))
@@ -164,7 +165,7 @@ def test_no_shared_atom_does_not_give_injectivity(samples):
     these share no atom, are weakly dependent, and the Gram is singular (features of a Dirac are
     its constant atom: n Diracs in d < n dimensions are linearly dependent, an exact kernel). The
     restated claim excludes them: their weak relations span two or more dimensions."""
-    from ntkcheck.decide import decide
+    from ntkcheck.independence.decision import decide
 
     atoms = [tuple(r) for x in samples for r in x.tolist()]
     assert len(set(atoms)) == len(atoms)
@@ -199,8 +200,8 @@ def _cli_catches(cid, capsys, examples=10):
 def _decide_ignoring_affine(measures, prop="weak", direction=None, **kw):
     """Weakened decide: linear independence of the CGFs themselves (orders >= 1), i.e. the
     affine part is not quotiented out."""
-    D = sys.modules["ntkcheck.decide"]
-    from ntkcheck.claims._seed003 import _exact_rank
+    D = sys.modules["ntkcheck.independence.decision"]
+    from ntkcheck.claims._seed003_common import _exact_rank
 
     ms = D.as_measures(measures)
     d = ms[0].dim
@@ -216,14 +217,14 @@ def _decide_ignoring_affine(measures, prop="weak", direction=None, **kw):
                                  "003.ex6.diracs", "003.ex6.many_gaussians", "003.prop7"])
 def test_mutation_decide_without_affine_quotient_is_caught(monkeypatch, capsys, cid):
     """Seed 003 Ex. 6 and Prop. 7 catch a decide that forgets the quotient by affine functions."""
-    monkeypatch.setattr(sys.modules["ntkcheck.decide"], "decide", _decide_ignoring_affine)
+    monkeypatch.setattr(sys.modules["ntkcheck.independence.decision"], "decide", _decide_ignoring_affine)
     _cli_catches(cid, capsys, examples=20)
 
 
 def test_mutation_truncation_too_short_for_symmetric_laws_is_caught(monkeypatch, capsys):
     """Ex. 3-5, Prop. 12 catch a truncation capped at n + 1 (enough for generic laws, structurally
     singular for symmetric ones: theory/certificates.md): undecided beyond the inconclusive budget."""
-    D = sys.modules["ntkcheck.decide"]
+    D = sys.modules["ntkcheck.independence.decision"]
     real = D.decide
 
     def capped(measures, prop="weak", direction=None, method="auto", **kw):
@@ -238,7 +239,7 @@ def test_mutation_truncation_too_short_for_symmetric_laws_is_caught(monkeypatch,
 def test_mutation_identity_search_disabled_is_caught(monkeypatch, capsys):
     """A refuted claim whose counterexample stops reproducing is reported: a decide that never
     proves dependence makes 003.ex5.as_stated fail to fail."""
-    D = sys.modules["ntkcheck.decide"]
+    D = sys.modules["ntkcheck.independence.decision"]
     real = D.decide
 
     def no_identities(*a, **kw):
@@ -251,7 +252,7 @@ def test_mutation_identity_search_disabled_is_caught(monkeypatch, capsys):
 
 def test_mutation_gram_without_weights_is_caught(monkeypatch, capsys):
     """Prop. 5 (Gram = NTK quadratic form on L^2(mu_i)) catches a Gram without the 1/N_i weights."""
-    G = importlib.import_module("ntkcheck.gram")
+    G = importlib.import_module("ntkcheck.ntk.gram_matrix")
 
     def unweighted(samples, heads, **kw):
         F = _features([np.asarray(x) for x in samples], heads.Q, heads.b)
@@ -266,7 +267,7 @@ def test_mutation_gram_without_weights_is_caught(monkeypatch, capsys):
 def test_mutation_gram_with_one_head_is_caught(monkeypatch, capsys):
     """Prop. 8 (sufficiency, and the one-relation converse) catch a Gram built from the first
     head only (rank <= d < M): undecided positivity beyond the inconclusive budget."""
-    G = importlib.import_module("ntkcheck.gram")
+    G = importlib.import_module("ntkcheck.ntk.gram_matrix")
     real = G.gram
 
     def one_head(samples, heads, **kw):
@@ -283,7 +284,7 @@ def test_mutation_gram_with_one_head_is_caught(monkeypatch, capsys):
 def test_mutation_gram_with_a_ridge_is_caught(monkeypatch, capsys):
     """Prop. 8's converse and Ex. 6 with Prop. 8 catch a Gram regularised by 1e-3 lambda_max
     (a kernel hidden by a ridge)."""
-    G = importlib.import_module("ntkcheck.gram")
+    G = importlib.import_module("ntkcheck.ntk.gram_matrix")
     real = G.gram
 
     def ridge(samples, heads, **kw):
@@ -298,7 +299,7 @@ def test_mutation_gram_with_a_ridge_is_caught(monkeypatch, capsys):
 
 def test_mutation_gap_condition_without_distinctness_is_caught(monkeypatch, capsys):
     """Prop. 9 catches a gap condition that forgets 'pairwise distinct gaps'."""
-    K = importlib.import_module("ntkcheck.conditions")
+    K = importlib.import_module("ntkcheck.independence.conditions")
     real = K.gap_condition
 
     def lax(samples, direction, *a, **kw):
@@ -313,7 +314,7 @@ def test_mutation_gap_condition_without_distinctness_is_caught(monkeypatch, caps
 def test_mutation_gap_condition_with_coarse_rounding_is_caught(monkeypatch, capsys):
     """Prop. 10 (random tokens meet the gap condition a.s.) catches a gap condition that
     compares projections rounded to one decimal (a tolerance bug: ties appear)."""
-    K = importlib.import_module("ntkcheck.conditions")
+    K = importlib.import_module("ntkcheck.independence.conditions")
     real = K.gap_condition
 
     def coarse(samples, direction, *a, **kw):
@@ -326,7 +327,7 @@ def test_mutation_gap_condition_with_coarse_rounding_is_caught(monkeypatch, caps
 def test_mutation_vandermonde_condition_for_positive_lambdas_only_is_caught(monkeypatch, capsys):
     """Prop. 11 catches a Vandermonde condition that assumes positive lambdas (true for Ex. 3-5,
     not in Prop. 11)."""
-    K = importlib.import_module("ntkcheck.conditions")
+    K = importlib.import_module("ntkcheck.independence.conditions")
     real = K.vandermonde_condition
 
     def positive_only(measures, direction):
@@ -380,7 +381,7 @@ def test_mutation_slowed_flow_is_caught(monkeypatch, capsys):
     """Issue 10: a flow whose gradient is scaled by 0.55 (45 % too slow) still meets eq. 31's
     e^(-lambda_0 s) near initialisation (it decays at 1.1 lambda_0), but not the guaranteed rate
     2 (lambda_0 - L_K W) of the same proof: 002.thm8.5 catches it."""
-    D = importlib.import_module("ntkcheck.dynamics")
+    D = importlib.import_module("ntkcheck.dynamics.flow")
     real = D._loss_grad
 
     def slowed(*a, **kw):
@@ -395,7 +396,7 @@ def test_mutation_slowed_flow_is_caught(monkeypatch, capsys):
 def test_mutation_displacement_without_mean_field_normalisation_is_caught(monkeypatch, capsys):
     """002.thm8.5 checks the reported displacement against |theta_s - theta_0|_rho and the bound: a
     displacement summed over heads instead of averaged is caught."""
-    D = importlib.import_module("ntkcheck.dynamics")
+    D = importlib.import_module("ntkcheck.dynamics.flow")
     monkeypatch.setattr(D, "_displacement", lambda params, p0, p, layers, T: float(np.sqrt(np.sum((p - p0) ** 2))))
     rep = _cli_catches("002.thm8.5", capsys, examples=4)
     assert "displacement" in rep["detail"]

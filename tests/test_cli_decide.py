@@ -87,13 +87,13 @@ def test_timeout_is_passed_to_decide(capsys, monkeypatch):
     import ntkcheck.cli.decide as cli_decide
 
     seen = []
-    real = cli_decide.decide
+    real = cli_decide._decision.decide
 
     def spy(*args, **kw):
         seen.append(kw.get("timeout"))
         return real(*args, **kw)
 
-    monkeypatch.setattr(cli_decide, "decide", spy)
+    monkeypatch.setattr(cli_decide._decision, "decide", spy)
     assert main(["decide", "--family", "uniform-cube", "--radii", "1,2"]) == 0
     assert main(["decide", "--family", "uniform-cube", "--radii", "1,2", "--timeout", "2.5"]) == 0
     assert seen == [cli_decide.DEFAULT_TIMEOUT, 2.5] and cli_decide.DEFAULT_TIMEOUT == 60

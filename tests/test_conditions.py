@@ -1,4 +1,4 @@
-"""Tests of the seed's sufficient conditions (ntkcheck.conditions)."""
+"""Tests of the seed's sufficient conditions (ntkcheck.independence.conditions)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ntkcheck.conditions import gap_condition, vandermonde_condition
-from ntkcheck.decide import Verdict, decide
+from ntkcheck.independence.conditions import gap_condition, vandermonde_condition
+from ntkcheck.independence.decision import decide
+from ntkcheck.independence.results import Verdict
 from ntkcheck.errors import InputError
-from ntkcheck.families import Laplace, UniformCube
+from ntkcheck.cgf import Laplace, UniformCube
 
 
 @given(st.integers(2, 8), st.integers(2, 6), st.integers(0, 2**31 - 1))

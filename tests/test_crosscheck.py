@@ -1,4 +1,4 @@
-"""Tests of ntkcheck.crosscheck: seed 003 Prop. 8 against the NTK Gram (MATH.md section 3 table)."""
+"""Tests of ntkcheck.ntk.crosscheck: seed 003 Prop. 8 against the NTK Gram (MATH.md section 3 table)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.special import softmax
 
-from ntkcheck.crosscheck import KERNEL_RTOL, crosscheck, kernel_residual, predicted_kernel_vector
-from ntkcheck.decide import decide
-from ntkcheck.families import Empirical, Gaussian, as_laws
-from ntkcheck.gram import init_heads
-from ntkcheck.screen import default_head_count
+from ntkcheck.ntk.crosscheck import KERNEL_RTOL, crosscheck, kernel_residual, predicted_kernel_vector
+from ntkcheck.independence.decision import decide
+from ntkcheck.cgf import Empirical, Gaussian, as_laws
+from ntkcheck.ntk.features import init_heads
+from ntkcheck.screening import default_head_count
 from ntkcheck.strategies import single_diracs, token_sets, translates, two_point_products
 
 Z, U, V = np.zeros(2), np.array([1.0, 0.25]), np.array([-0.5, 1.0])
@@ -47,13 +47,13 @@ TABLE = {
 
 #: relative eigenvalue at or below which the reference counts a kernel direction: exact
 #: zeros come out of an SVD near (eps ||F||)^2 ~ 1e-32 relative, genuine eigenvalues of
-#: these small problems are above 1e-12 (ntkcheck.gram uses the same floor, RESOLUTION_SVD)
+#: these small problems are above 1e-12 (ntkcheck.ntk.gram_matrix uses the same floor, RESOLUTION_SVD)
 FLOOR = 1e-26
 
 
 def _reference_kernel(laws, heads):
     """Eigenvalues at the floor of the atom Gram assembled from the definition, independent of
-    ntkcheck.gram: per atom and head, sqrt(m_a / H) softmax_k(<Q x_a + b, x_k> + log m_k) @ X,
+    ntkcheck.ntk.gram_matrix: per atom and head, sqrt(m_a / H) softmax_k(<Q x_a + b, x_k> + log m_k) @ X,
     then the singular values of that matrix."""
     H = heads.count
     rows = []

@@ -1,4 +1,4 @@
-"""Tests of the decision engine (ntkcheck.decide) against the seed's claims and examples."""
+"""Tests of the decision engine (ntkcheck.independence.decision) against the seed's claims and examples."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ntkcheck.decide import Verdict, decide
+from ntkcheck.independence.decision import decide
+from ntkcheck.independence.results import Verdict
 from ntkcheck.errors import DomainError, InputError, PrecisionError
-from ntkcheck.examples import seed_examples
-from ntkcheck.families import Empirical, EmpiricalConvolution, UniformCube
+from ntkcheck.independence.examples import seed_examples
+from ntkcheck.cgf import Empirical, EmpiricalConvolution, UniformCube
 
 EXAMPLES = seed_examples()
 
@@ -145,7 +146,7 @@ def test_strong_with_direction_dependent_along_w():
 
 def test_gaussians_weak_independent_strong_dependent():
     """n <= d(d+1)/2 Gaussians with independent covariances: weakly independent, strongly dependent (quadratic)."""
-    from ntkcheck.families import Gaussian
+    from ntkcheck.cgf import Gaussian
 
     ms = [Gaussian([0, 0], [[1, 0], [0, 1]]), Gaussian([0, 0], [[2, 0], [0, 1]]), Gaussian([0, 0], [[2, 1], [1, 2]])]
     assert decide(ms, "weak").verdict is Verdict.INDEPENDENT
@@ -200,7 +201,8 @@ def test_null_vector_at_two_precisions_is_evidence_only():
     Radii 3/2, 3/2, 1: the two equal cubes give the null vector (1, -1, 0) of every
     truncation; the evidence object reports it with both residuals and precisions.
     """
-    from ntkcheck.decide import NullVectorEvidence, _Run, _two_precision_null
+    from ntkcheck.independence._rows import _Run, _two_precision_null
+    from ntkcheck.independence.results import NullVectorEvidence
 
     ms = [UniformCube(Fraction(3, 2), 1), UniformCube(Fraction(3, 2), 1), UniformCube(Fraction(1), 1)]
     run = _Run(ms, "interval", 8, 512)
@@ -350,7 +352,7 @@ def test_cube_pair_interval_needs_the_bits():
 def test_float_route_attaches_null_vector_evidence():
     """method="float" on rows that agree to 1e-80: inconclusive, with the two-precision null
     vector (1, -1) as evidence and the exact rank saying that more precision would certify."""
-    from ntkcheck.decide import NullVectorEvidence
+    from ntkcheck.independence.results import NullVectorEvidence
 
     dec = decide(TINY, "strong", method="float")
     assert dec.verdict is Verdict.INCONCLUSIVE and dec.method == "none"
@@ -448,7 +450,7 @@ def test_scaled_ball_certificate_for_mixed_scales():
 def test_scale_rows_reads_exponents_not_floats():
     from flint import arb
 
-    from ntkcheck import _certify as C
+    from ntkcheck.independence import rank as C
 
     rows = [[arb(2) ** 5000, arb(3) * arb(2) ** -5000, arb(0)], [arb(2) ** 4999, arb(2) ** -5001, arb(0)]]
     S = C.scale_rows(rows)
@@ -602,7 +604,7 @@ def test_many_measures_lift_null_vectors_mod_p():
 def test_structural_gives_its_null_vector_and_affine_part():
     """Gaussians with independent covariances are strongly dependent by the structural bound;
     the reported c and (alpha, beta) satisfy the identity along the reported direction."""
-    from ntkcheck.families import Gaussian
+    from ntkcheck.cgf import Gaussian
 
     ms = [Gaussian([0, 0], [[1, 0], [0, 1]]), Gaussian([1, 0], [[2, 0], [0, 1]]), Gaussian([0, 3], [[2, 1], [1, 2]])]
     dec = decide(ms, "strong")

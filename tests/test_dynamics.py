@@ -1,4 +1,4 @@
-"""Tests of ntkcheck.dynamics: adjoint gradients, the NTK over all parameters, gradient flow
+"""Tests of ntkcheck.dynamics (model, ntk, flow, the experiments): adjoint gradients, the NTK over all parameters, gradient flow
 against seed 002 Thm. 8.5 / seed 003 Thm. 4, the kernel plateau, and depth convergence."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ntkcheck.dynamics import (
     overlap_example,
 )
 from ntkcheck.errors import DomainError, InputError, NtkcheckWarning
-from ntkcheck.gram import Heads, attention_features
+from ntkcheck.ntk.features import Heads, attention_features
 
 #: central differences with h = 1e-5 on O(1) losses: truncation ~h^2 ~ 1e-10 and rounding
 #: ~1e-16 / h ~ 1e-11 relative; the brief's 1e-6 leaves four orders of margin.
@@ -256,8 +256,8 @@ def test_flow_follows_the_linearised_flow_of_the_fd_ntk(loss, per_layer):
 
 def test_local_convergence_reports_the_corrected_theorem():
     """LocalConvergence carries the corrected displacement bound 2 sqrt(2 Lambda + lambda_0) L0^(1/2) /
-    lambda_0 and the certificate of ntkcheck.lipschitz for the same data, heads and targets."""
-    from ntkcheck.lipschitz import convergence_certificate
+    lambda_0 and the certificate of ntkcheck.dynamics.lipschitz for the same data, heads and targets."""
+    from ntkcheck.dynamics.lipschitz import convergence_certificate
 
     samples = _small()
     r = local_convergence(samples, heads=6, layers=2, eps=1.5e-5, loss="readout", n_records=6, decades=2.0)
@@ -413,7 +413,7 @@ def test_cli_flow_bad_input(capsys):
 
 def test_overflowing_scores_are_refused_by_the_flow():
     """The flow refuses tokens whose attention scores overflow float64 (clear error, no NaN loss)."""
-    from ntkcheck.dynamics import init_params, loss_and_grad
+    from ntkcheck.dynamics.model import init_params, loss_and_grad
     from ntkcheck.errors import InputError as _InputError
 
     x = [np.full((3, 2), 1e300), np.full((2, 2), -1e300)]

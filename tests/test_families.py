@@ -1,4 +1,4 @@
-"""Tests of ntkcheck.families: the closed-form token distributions of seed 003 section 3.3.
+"""Tests of the families of ntkcheck.cgf (base, empirical, compact, gaussian, families): the closed-form token distributions of seed 003 section 3.3.
 
 Every closed form is checked against a reference that does not use it: sampling (law of
 large numbers), mpmath quadrature of the MGF integral, sympy series, finite differences.
@@ -16,9 +16,9 @@ from helpers import RTOL_FLOAT_VS_MP, arb_contains_exact, fd_derivatives, lln_to
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ntkcheck import cgf
+from ntkcheck.cgf import core as cgf
 from ntkcheck.errors import DomainError, InputError, PrecisionError
-from ntkcheck.families import (
+from ntkcheck.cgf import (
     FAMILY_NAMES,
     Dirac,
     Empirical,

@@ -2,7 +2,7 @@
 on L^2(mu_i), the exponential integrator, the stopping rules, and the ``flow`` CLI.
 
 Independent references used here: a token-level attention model written with loops in
-this file (no masses, no padding, no shared code with ``ntkcheck._attention``), finite
+this file (no masses, no padding, no shared code with ``ntkcheck.dynamics._attention``), finite
 differences of it, mpmath for the phi functions, the closed-form solution of a linear
 flow, and scipy's DOP853 as a second integrator.
 """
@@ -16,7 +16,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from ntkcheck import _attention, _integrate
+from ntkcheck.dynamics import _attention, _integrate
 from ntkcheck.cli import main
 from ntkcheck.dynamics import (
     FlowStatus,
@@ -31,7 +31,7 @@ from ntkcheck.dynamics import (
     overlap_example,
 )
 from ntkcheck.errors import DomainError, InputError
-from ntkcheck.families import Empirical
+from ntkcheck.cgf import Empirical
 
 #: two float64 routes through the same arithmetic (atoms with log-masses vs summed copies,
 #: GEMM vs loops): rounding of O(1) quantities over a few layers.

@@ -1,4 +1,4 @@
-"""Tests of ntkcheck.gram: features, the assembled NTK Gram at FixUp, its spectrum and certificate."""
+"""Tests of ntkcheck.ntk.gram_matrix: features, the assembled NTK Gram at FixUp, its spectrum and certificate."""
 
 from __future__ import annotations
 
@@ -8,22 +8,20 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from scipy.special import softmax
 
-from ntkcheck import gram as gram_module
-from ntkcheck.cgf import cgf_gradient
+from ntkcheck.ntk import features as features_module
+from ntkcheck.ntk import gram_matrix as gram_module
+from ntkcheck.cgf.core import cgf_gradient
 from ntkcheck.errors import InputError, NtkcheckWarning
-from ntkcheck.families import Empirical, as_laws
-from ntkcheck.gram import (
-    Heads,
+from ntkcheck.cgf import Empirical, as_laws
+from ntkcheck.ntk.certificate import certify_lambda_min, gram_matrix_arb
+from ntkcheck.ntk.features import Heads, attention_features, init_heads
+from ntkcheck.ntk.gram_matrix import (
     SampleSize,
     _extremal_eigh,
     _gram_accumulated,
-    attention_features,
-    certify_lambda_min,
     gram,
-    gram_matrix_arb,
-    init_heads,
 )
-from ntkcheck.screen import default_head_count
+from ntkcheck.screening import default_head_count
 from ntkcheck.strategies import token_sets
 
 # float64 evaluations of the same softmax means by two routes (batched matmul vs
@@ -37,7 +35,7 @@ def _random(n=3, N=3, d=2, seed=0):
 
 
 def _attention_output(samples, Q, b, V):
-    """Multi-head attention at one layer, written independently of ntkcheck.gram:
+    """Multi-head attention at one layer, written independently of ntkcheck.ntk.gram_matrix:
     y_ij = (1/H) sum_h V_h softmax_k(<Q_h x_ij + b_h, x_ik>) x_ik (seed 003 eq. 1)."""
     H = Q.shape[0]
     out = []
@@ -144,7 +142,7 @@ def test_features_shifted_and_unshifted_paths_agree(monkeypatch):
     S = _random(n=4, N=5, d=3, seed=6)
     heads = init_heads(12, 3, q_scale=2.0, seed=3)
     plain = attention_features(S, heads)
-    monkeypatch.setattr(gram_module, "_EXP_SAFE", -1.0)
+    monkeypatch.setattr(features_module, "_EXP_SAFE", -1.0)
     shifted = attention_features(S, heads)
     # exp of a shifted vs unshifted argument: relative rounding ~ |score| eps, scores O(10)
     np.testing.assert_allclose(shifted, plain, rtol=1e-12, atol=1e-14 * np.abs(plain).max())

@@ -1,4 +1,4 @@
-"""Tests of the exact dependence proofs (ntkcheck.identities)."""
+"""Tests of the exact dependence proofs (ntkcheck.independence.identities)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from ntkcheck.families import (
+from ntkcheck.cgf import (
     Dirac,
     Empirical,
     EmpiricalConvolution,
@@ -17,8 +17,8 @@ from ntkcheck.families import (
     Translation,
     UniformCube,
 )
-from ntkcheck.identities import (
-    exp_gauss_form,
+from ntkcheck.independence.exp_gauss import exp_gauss_form
+from ntkcheck.independence.identities import (
     numerically_affine,
     product_identity,
     product_identity_decides,
@@ -75,8 +75,9 @@ def test_hyperbolic_vs_log_sum_exp_by_the_product_identity():
     """The two-point law {-1, 1} and the mixture (1/2)N(1, 0) + (1/2)N(-1, 0) are one law:
     log cosh = log-sum-exp. The mixture's MGF is the exponential polynomial (e^t + e^-t)/2,
     so the exact product identity proves it (no sympy)."""
-    from ntkcheck.decide import Verdict, decide
-    from ntkcheck.families import GaussianMixture2
+    from ntkcheck.independence.decision import decide
+    from ntkcheck.independence.results import Verdict
+    from ntkcheck.cgf import GaussianMixture2
 
     dec = decide([Empirical(np.array([[-1.0], [1.0]])), GaussianMixture2([1], [[0]])])
     assert dec.verdict is Verdict.DEPENDENT and dec.certificate.kind == "product-identity"
@@ -167,7 +168,8 @@ def test_symbolic_identity_sinhc_doubling():
     exponential-polynomial or term identity sees it; sympy (bounded) proves it."""
     import mpmath
 
-    from ntkcheck.decide import Verdict, decide
+    from ntkcheck.independence.decision import decide
+    from ntkcheck.independence.results import Verdict
 
     ms = [UniformCube(2, 1), UniformCube(1, 1), GaussianMixture2([1], [[0]])]
     dec = decide(ms, "weak", timeout=60)

@@ -1,4 +1,4 @@
-"""Tests of token file reading (ntkcheck.io)."""
+"""Tests of token file reading (ntkcheck.io.files)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ntkcheck.errors import InputError
-from ntkcheck.io import load_samples
+from ntkcheck.io.files import load_samples
 
 
 def test_npy_and_npz(tmp_path):
@@ -51,8 +51,8 @@ def test_load_laws_merges_repeats_with_exact_masses(tmp_path):
     """A sample is its law (seed 003 section 3): repeated tokens are one atom with their mass."""
     from fractions import Fraction
 
-    from ntkcheck.families import Empirical
-    from ntkcheck.io import load_laws
+    from ntkcheck.cgf import Empirical
+    from ntkcheck.io.files import load_laws
 
     np.savez(tmp_path / "r.npz", sample_0=np.array([[0.0], [1.0], [0.0]]), sample_1=np.array([[2.0], [5.0], [5.0], [5.0], [7.0]]))
     laws = load_laws(tmp_path / "r.npz")
@@ -80,7 +80,7 @@ def test_load_laws_merges_repeats_with_exact_masses(tmp_path):
 )
 def test_non_real_arrays_are_refused(tmp_path, array, what):
     """Issue 9 item 6: complex, bool and string tokens were read silently (imaginary part dropped)."""
-    from ntkcheck.io import load_laws
+    from ntkcheck.io.files import load_laws
 
     np.save(tmp_path / "x.npy", array)
     np.savez(tmp_path / "x.npz", sample_0=np.zeros((2, 1)), sample_1=array[0])
@@ -93,7 +93,7 @@ def test_non_real_arrays_are_refused(tmp_path, array, what):
 
 def test_object_arrays_are_refused(tmp_path):
     """Pickled object arrays are never unpickled, in .npy files or as .npz members."""
-    from ntkcheck.io import load_laws
+    from ntkcheck.io.files import load_laws
 
     obj = np.array([[[1], [2]]], dtype=object)
     np.save(tmp_path / "o.npy", obj, allow_pickle=True)
@@ -107,7 +107,7 @@ def test_object_arrays_are_refused(tmp_path):
 @pytest.mark.skipif(np.finfo(np.longdouble).max <= np.finfo(np.float64).max, reason="long double is double here")
 def test_long_doubles_beyond_float64_are_refused(tmp_path):
     """A long double beyond 1.8e308 would become inf in float64: refused with its value."""
-    from ntkcheck.io import load_laws
+    from ntkcheck.io.files import load_laws
 
     np.save(tmp_path / "ld.npy", np.full((1, 2, 1), np.longdouble(10) ** 400))
     for load in (load_samples, load_laws):
@@ -118,7 +118,7 @@ def test_long_doubles_beyond_float64_are_refused(tmp_path):
 def test_integers_beyond_2_53_are_refused(tmp_path):
     """Integer tokens beyond 2^53 would be rounded in float64 (the exact engines would then
     decide a different law): refused; 2^53 itself is exact and read."""
-    from ntkcheck.io import load_laws
+    from ntkcheck.io.files import load_laws
 
     np.save(tmp_path / "big.npy", np.full((1, 2, 1), 2**60 + 1, dtype=np.int64))
     np.save(tmp_path / "ok.npy", np.full((1, 2, 1), 2**53, dtype=np.int64))
@@ -130,7 +130,7 @@ def test_integers_beyond_2_53_are_refused(tmp_path):
 
 
 def test_errors_name_the_file(tmp_path):
-    from ntkcheck.io import load_laws
+    from ntkcheck.io.files import load_laws
 
     np.savez(tmp_path / "m.npz", sample_0=np.zeros((2, 2)), sample_1=np.zeros((2, 3)))
     with pytest.raises(InputError, match=r"m.npz: sample 1 has dimension 3, the others have 2"):

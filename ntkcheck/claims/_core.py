@@ -94,7 +94,7 @@ class Claim:
     examples : tuple of callables returning instances
         The seed's own cases, always checked first (pinned ``@example``s in the tests).
     requires : tuple of str
-        Modules the checkers need (``"ntkcheck.dynamics"``); a claim whose modules are
+        Modules the checkers need (``"ntkcheck.dynamics.model"``); a claim whose modules are
         missing is listed and not run.
     cost : int
         Relative cost of one instance; the runner divides the example budget by it.

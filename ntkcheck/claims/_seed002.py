@@ -220,7 +220,7 @@ def _seed_case_32() -> dict[str, Any]:
 def fixup_readout_ntk(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray, T: float) -> np.ndarray:
     r"""Eigenvalues of the readout NTK at FixUp from the definition (heads shared over depth).
 
-    Independent of :mod:`ntkcheck.dynamics` and :mod:`ntkcheck.gram`: the softmax means
+    Independent of :mod:`ntkcheck.dynamics.model` and :mod:`ntkcheck.ntk.gram_matrix`: the softmax means
     :math:`\bar\phi_{ih} = \frac1{N_i}\sum_j \sum_k \mathrm{softmax}_k(\langle Q_h x_{ij} + b_h, x_{ik}\rangle) x_{ik}`
     by :func:`scipy.special.softmax`, and :math:`K_0 = T^2 (\frac1H\sum_h \bar\phi_h\bar\phi_h^\top)\otimes I_d`
     (at ``V = 0`` the tokens do not move and only ``V`` acts: ``dz_i/dV_h = (T/H) d bar phi_ih``, mobility ``H``).
@@ -261,8 +261,8 @@ def _thm85_setup(inst: Instance) -> dict[str, Any]:
     cache = inst.setdefault("_cache", {})  # type: ignore[attr-defined]
     if "setup" in cache:
         return cache["setup"]
-    dynamics = importlib.import_module("ntkcheck.dynamics")
-    lipschitz = importlib.import_module("ntkcheck.lipschitz")
+    dynamics = importlib.import_module("ntkcheck.dynamics.model")
+    lipschitz = importlib.import_module("ntkcheck.dynamics.lipschitz")
     samples = [np.asarray(x, dtype=np.float64) for x in inst["samples"]]
     d, T, L = samples[0].shape[1], float(inst["T"]), int(inst["layers"])
     p0 = dynamics.init_params(d, int(inst["heads"]), q_scale=float(inst["q_scale"]), b_scale=1.0, seed=int(inst["seed"]))
@@ -302,7 +302,7 @@ def _slowest_direction(samples: list[np.ndarray], p0: Any, T: float) -> np.ndarr
 
 
 def _thm85_hyp(inst: Instance) -> bool:
-    # the corrected eq. 30 with the certified L_K (ntkcheck.lipschitz) and K_0 from the definition
+    # the corrected eq. 30 with the certified L_K (ntkcheck.dynamics.lipschitz) and K_0 from the definition
     cert = _thm85_setup(inst)["cert"]
     return bool(cert is not None and cert.certified)
 
@@ -319,7 +319,7 @@ RTOL_LOSS = 1e-6
 def _thm85_concl(inst: Instance) -> Check:
     import importlib
 
-    dynamics = importlib.import_module("ntkcheck.dynamics")
+    dynamics = importlib.import_module("ntkcheck.dynamics.flow")
     st_ = _thm85_setup(inst)
     cert = st_["cert"]
     lam0, rate_g, W = cert.lambda_0, cert.rate_guaranteed, cert.displacement_bound
@@ -424,7 +424,7 @@ CLAIMS_002: list[Claim] = [
             # one sample: K_0 = lambda_0 I, the displacement reaches 0.41 of its bound
             _thm85_pin([[[0.3, -1.1], [1.7, 0.2], [-0.4, 0.9]]], 8, 2, 0.5, "random"),
         ),
-        requires=("ntkcheck.dynamics", "ntkcheck.lipschitz"),
+        requires=("ntkcheck.dynamics.model", "ntkcheck.dynamics.flow", "ntkcheck.dynamics.lipschitz"),
         cost=4,
         min_held=4,
     ),

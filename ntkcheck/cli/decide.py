@@ -7,11 +7,13 @@ import json
 from fractions import Fraction
 from typing import Any
 
-from ..decide import DEFAULT_TIMEOUT, Decision, decide, format_vector
+from ..independence import decision as _decision  # decide looked up at call time (mutation tests patch it)
+from ..independence.decision import DEFAULT_TIMEOUT
+from ..independence.results import Decision, format_vector
 from ..errors import InputError
-from ..examples import seed_examples
-from ..families import Dirac, Family, Gaussian, GaussianMixture2, Laplace, UniformCube
-from ..io import load_laws
+from ..independence.examples import seed_examples
+from ..cgf import Dirac, Family, Gaussian, GaussianMixture2, Laplace, UniformCube
+from ..io.files import load_laws
 from ._args import allow_negative_values, seconds
 
 _FAMILIES = ("uniform-cube", "laplace", "gaussian-mixture", "gaussian", "dirac")
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     if args.path is None and args.family is None:
         rows = []
         for ex in seed_examples():
-            dec = decide(list(ex.measures), ex.property, method=args.method, max_bits=bits, timeout=args.timeout)
+            dec = _decision.decide(list(ex.measures), ex.property, method=args.method, max_bits=bits, timeout=args.timeout)
             rows.append((ex, dec))
         if args.json:
             print(json.dumps({"examples": [{**ex.to_dict(), **dec.to_dict(), "agrees": dec.verdict.value == ex.expected} for ex, dec in rows]}))
@@ -114,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"DISAGREES with the seed: {bad}")
         return 1 if any(dec.verdict.value not in (ex.expected, "inconclusive") for ex, dec in rows) else 0
     measures: list[Any] = _family_measures(args) if args.family else load_laws(args.path)
-    dec = decide(measures, args.property, direction=direction, method=args.method, max_bits=bits,
+    dec = _decision.decide(measures, args.property, direction=direction, method=args.method, max_bits=bits,
                  timeout=args.timeout)
     if args.json:
         print(json.dumps(dec.to_dict()))

@@ -1,7 +1,7 @@
 """``ntkcheck flow [PATH]``: gradient flow from FixUp against seed 002 Thm. 8.5.
 
-Parses, calls :func:`ntkcheck.dynamics.local_convergence` (or, with ``--experiment
-plateau``, :func:`ntkcheck.dynamics.kernel_plateau`), prints a summary or (``--json``)
+Parses, calls :func:`ntkcheck.dynamics.convergence.local_convergence` (or, with ``--experiment
+plateau``, :func:`ntkcheck.dynamics.plateau.kernel_plateau`), prints a summary or (``--json``)
 exactly one JSON object, and optionally plots the run. Every run ends: at the flow time,
 at ``--target-loss``, or after ``--max-seconds``; warnings of the run are printed as one
 line each on stderr.
@@ -77,13 +77,13 @@ def register(subparsers: Any) -> None:
 
 def _load(args: argparse.Namespace) -> tuple[list[Any], str]:
     from ..dynamics import default_samples
-    from ..io import load_samples
+    from ..io.files import load_samples
 
     if args.path is None:
         samples, source = default_samples(args.seed)
         if args.samples is None:
             return samples, source
-        from ..io import bundled_path
+        from ..io.files import bundled_path
 
         if bundled_path("screen_default.npz").exists():
             samples, source = load_samples(bundled_path("screen_default.npz")), "bundled screen_default.npz"
@@ -105,7 +105,8 @@ def _load(args: argparse.Namespace) -> tuple[list[Any], str]:
 def run(args: argparse.Namespace) -> int:
     import warnings
 
-    from ..dynamics import SINGULAR_REL, local_convergence
+    from ..dynamics.flow import SINGULAR_REL
+    from ..dynamics.convergence import local_convergence
     from ..errors import NtkcheckWarning
 
     start = time.perf_counter()
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_certificate(cert: Any) -> None:
-    """The Thm. 8.5 certificate block (ntkcheck.lipschitz): certified or by how much it misses."""
+    """The Thm. 8.5 certificate block (ntkcheck.dynamics.lipschitz): certified or by how much it misses."""
     if cert is None:
         print("certificate: none (the certified L_K covers heads shared over depth; per-layer heads given)")
         return
@@ -199,8 +200,8 @@ def _notes(caught: list[Any], args: argparse.Namespace) -> None:
 
 
 def _run_plateau(args: argparse.Namespace, start: float) -> int:
-    """``--experiment plateau``: :func:`ntkcheck.dynamics.kernel_plateau` on the data or the overlap example."""
-    from ..dynamics import kernel_plateau
+    """``--experiment plateau``: :func:`ntkcheck.dynamics.plateau.kernel_plateau` on the data or the overlap example."""
+    from ..dynamics.plateau import kernel_plateau
 
     if not 0 <= args.mix < 1:
         raise InputError(f"--mix: expected a number in [0, 1), got {args.mix!r}")

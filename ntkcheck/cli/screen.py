@@ -1,9 +1,9 @@
 """``ntkcheck screen [PATH]`` and ``ntkcheck gram PATH``: initialisation screening and the NTK Gram.
 
 Both parse, turn the token file into empirical laws once (repeated tokens of a sample
-become one atom with their mass), call :func:`ntkcheck.screen.screen` /
-:func:`ntkcheck.gram.gram` (with the dependence structure of
-:func:`ntkcheck.structure.dependence_structure`), and print a table or (``--json``)
+become one atom with their mass), call :func:`ntkcheck.screening.screen` /
+:func:`ntkcheck.ntk.gram_matrix.gram` (with the dependence structure of
+:func:`ntkcheck.ntk.structure.dependence_structure`), and print a table or (``--json``)
 exactly one JSON object.
 """
 
@@ -16,8 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
-from ..families import as_laws
-from ..io import bundled_path, load_samples
+from ..cgf import as_laws
+from ..io.files import bundled_path, load_samples
 from ._args import nonnegative_float, positive_int
 
 
@@ -70,8 +70,8 @@ def register(subparsers: Any) -> None:
 
 
 def _heads_for(args: argparse.Namespace, laws: list) -> Any:
-    from ..gram import _atom_count, init_heads
-    from ..screen import default_head_count, load_heads
+    from ..ntk.features import _atom_count, init_heads
+    from ..screening import default_head_count, load_heads
 
     d = laws[0].dim
     if args.heads_file is not None:
@@ -85,7 +85,7 @@ def _heads_for(args: argparse.Namespace, laws: list) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..screen import plot_report, screen
+    from ..screening import plot_report, screen
 
     path = args.path if args.path is not None else bundled_path("screen_default.npz")
     samples = as_laws(load_samples(path))
@@ -118,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _thm85(args: argparse.Namespace, laws: list) -> dict[str, Any]:
-    """Seed 002 Thm. 8.5's lambda_0 and Lambda at FixUp for the screen's heads (ntkcheck.lipschitz)."""
-    from ..lipschitz import readout_ntk_fixup
+    """Seed 002 Thm. 8.5's lambda_0 and Lambda at FixUp for the screen's heads (ntkcheck.dynamics.lipschitz)."""
+    from ..dynamics.lipschitz import readout_ntk_fixup
 
     h = _heads_for(args, laws)
     ev = readout_ntk_fixup(laws, h.Q, h.b, T=args.depth_T)
@@ -131,9 +131,11 @@ def _thm85(args: argparse.Namespace, laws: list) -> dict[str, Any]:
 
 
 def run_gram(args: argparse.Namespace) -> int:
-    from ..crosscheck import KernelComparison, subspace_residual
-    from ..gram import MAX_CERTIFY_TOKENS, _certify, _features, gram
-    from ..structure import dependence_structure
+    from ..ntk.certificate import MAX_CERTIFY_TOKENS, _certify
+    from ..ntk.crosscheck import KernelComparison, subspace_residual
+    from ..ntk.features import _features
+    from ..ntk.gram_matrix import gram
+    from ..ntk.structure import dependence_structure
 
     laws = as_laws(load_samples(args.path))
     heads = _heads_for(args, laws)

@@ -1,6 +1,6 @@
 """``ntkcheck tokens TEXTS -o SAMPLES.npz``: token embeddings (and heads) from a real transformer.
 
-Parses, calls :mod:`ntkcheck.models` (tokenizer and weights read with ``tokenizers`` and
+Parses, calls :mod:`ntkcheck.io.models` (tokenizer and weights read with ``tokenizers`` and
 ``safetensors``, no torch), writes the ``.npz`` that ``screen``, ``gram`` and ``flow`` read
 and, with ``--heads-out``, the heads of one attention layer for ``screen --heads-file``.
 """
@@ -56,8 +56,8 @@ def _read_texts(path: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..families import as_laws
-    from ..models import attention_heads, load_encoder, save_heads, save_samples
+    from ..cgf import as_laws
+    from ..io.models import attention_heads, load_encoder, save_heads, save_samples
 
     texts = _read_texts(args.texts)
     enc = load_encoder(args.model_dir)

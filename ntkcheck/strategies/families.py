@@ -1,84 +1,25 @@
-r"""Hypothesis strategies for token sets, token distributions and attention heads.
+r"""Families with valid parameters (seed 003 Ex. 3-6, Prop. 12), the dependent constructions
+(seed 003 Ex. 6, Remark 5) with their known null vectors, and the registration of every
+family type for ``st.from_type`` (run by the hypothesis entry point, see the package).
 
-Modelled on :mod:`hypothesis.extra.numpy`: every public function returns a
-:class:`hypothesis.strategies.SearchStrategy`, takes its sizes as ints or strategies,
-and draws values that are always finite and of bounded magnitude (no NaN, no inf, no
-subnormal noise), so a property that fails on them fails for a mathematical reason.
-
-Groups
-------
-* Token sets: :func:`token_sets` (i.i.d. from a density, seed 003 Prop. 10),
-  :func:`rational_token_sets` (dyadic atoms: exact in float64, so the exact engines
-  see the numbers you wrote), :func:`shared_atom_token_sets` (a controlled number of
-  atoms common to every sample: the overlap of seed 003 condition (34)),
-  :func:`directions`.
-* Families with valid parameters (seed 003 Ex. 3-6, Prop. 12): :func:`dirac`,
-  :func:`uniform_cubes`, :func:`laplaces`, :func:`gaussians`,
-  :func:`gaussian_mixtures`, :func:`gaussian_convolutions`; pass
-  ``distinct=True/False`` for pairwise distinct or coinciding radii, variances,
-  separations.
-* Dependent constructions (seed 003 Ex. 6, Remark 5), each returned as a
-  :class:`Dependent` holding the measures *and* the known null vector:
-  :func:`translates`, :func:`two_point_products`, :func:`single_diracs`,
-  :func:`shared_covariance_gaussians`, :func:`many_gaussians`,
-  :func:`dependent_constructions` (any of them).
-* Attention heads :math:`(Q_h, b_h)` from an init spec: :func:`heads`.
-
-Importing this module is cheap (numpy and hypothesis only); the families are imported
-when a family strategy is built. The hypothesis entry point
-``_hypothesis_setup_hook`` registers every family type, so after ``pip install``
-``st.from_type(UniformCube)`` works in any test file.
-
-Examples
---------
->>> from hypothesis import given
->>> from ntkcheck import strategies as nst
->>> @given(nst.token_sets(n=3, sizes=4, dim=2))
-... def test_three_samples(samples):
-...     assert len(samples) == 3 and samples[0].shape == (4, 2)
->>> test_three_samples()
-
-References: seed 003 section 3.3 (the families), MATH.md sections 3-4.
+The families (:mod:`ntkcheck.cgf`) are imported when a family strategy is built.
 """
 
 from __future__ import annotations
 
-# The hypothesis entry point names ``_hypothesis_setup_hook`` in this module, and
-# ``import hypothesis`` runs the entry points. When this module is the one importing
-# hypothesis, it is only partly initialised at that moment: the hook must already
-# exist, and it defers the registration to the end of the module.
-_READY = False
-_PENDING = False
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
 
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
 
-def _hypothesis_setup_hook() -> None:
-    """Register a strategy for every family type (hypothesis entry point, see pyproject.toml).
-
-    After ``pip install ntkcheck``, ``st.from_type(UniformCube)`` draws valid instances
-    in any test file, without importing this module.
-    """
-    global _PENDING
-    if not _READY:
-        _PENDING = True
-        return
-    _register_types()
-
-
-from collections.abc import Sequence  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from fractions import Fraction  # noqa: E402
-from typing import Any, Literal  # noqa: E402
-
-import numpy as np  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from hypothesis.strategies import SearchStrategy  # noqa: E402
+from ._common import _INTS_1_2, _INTS_1_3, _INTS_1_4, _INTS_2_4, IntOrStrategy, _ints
+from .tokens import rationals, token_sets
 
 __all__ = [
-    "token_sets",
-    "rational_token_sets",
-    "shared_atom_token_sets",
-    "directions",
-    "rationals",
     "dirac",
     "uniform_cubes",
     "laplaces",
@@ -92,177 +33,7 @@ __all__ = [
     "shared_covariance_gaussians",
     "many_gaussians",
     "dependent_constructions",
-    "HeadsSpec",
-    "heads",
 ]
-
-IntOrStrategy = int | SearchStrategy[int]
-Density = Literal["normal", "uniform", "laplace"]
-
-# default sizes (module-level so that the defaults are shared, not rebuilt per call)
-_INTS_1_16 = st.integers(1, 16)
-_INTS_1_2 = st.integers(1, 2)
-_INTS_1_3 = st.integers(1, 3)
-_INTS_1_4 = st.integers(1, 4)
-_INTS_2_3 = st.integers(2, 3)
-_INTS_2_4 = st.integers(2, 4)
-_INTS_2_5 = st.integers(2, 5)
-
-#: largest |coordinate| any strategy here produces before scaling: keeps exp(<a, x>) and
-#: the cumulant recursions far from overflow at the default scales.
-_BOUND = 8.0
-
-
-def _ints(x: IntOrStrategy, name: str, lo: int = 1) -> SearchStrategy[int]:
-    if isinstance(x, SearchStrategy):
-        return x
-    if not isinstance(x, (int, np.integer)) or isinstance(x, bool) or int(x) < lo:
-        raise ValueError(f"{name}: expected an int >= {lo} or a strategy of ints, got {x!r}")
-    return st.just(int(x))
-
-
-def _check_scale(scale: float) -> float:
-    s = float(scale)
-    if not np.isfinite(s) or s <= 0 or s > 1e3:
-        raise ValueError(f"scale: expected a finite number in (0, 1000], got {scale!r}")
-    return s
-
-
-# ----------------------------------------------------------------------------- token sets
-
-
-@st.composite
-def _iid_sets(draw: Any, n: SearchStrategy[int], sizes: SearchStrategy[int], dim: SearchStrategy[int],
-              scale: float, density: str) -> list[np.ndarray]:
-    nn, d = draw(n), draw(dim)
-    Ns = [draw(sizes) for _ in range(nn)]
-    # One integer seed per example: shrinking changes the draw, never the law, so the
-    # sets stay "i.i.d. from a density" (ties have probability zero) while shrinking.
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    out = []
-    for N in Ns:
-        if density == "normal":
-            x = rng.standard_normal((N, d))
-        elif density == "uniform":
-            x = rng.uniform(-1.0, 1.0, (N, d))
-        else:
-            x = rng.laplace(0.0, 1.0 / np.sqrt(2.0), (N, d))
-        out.append(np.clip(x, -_BOUND, _BOUND) * scale)
-    return out
-
-
-def token_sets(
-    *,
-    n: IntOrStrategy = _INTS_1_4,
-    sizes: IntOrStrategy = _INTS_2_5,
-    dim: IntOrStrategy = _INTS_1_3,
-    scale: float = 1.0,
-    density: Density = "normal",
-) -> SearchStrategy[list[np.ndarray]]:
-    r"""Lists of ``n`` token sets, tokens i.i.d. from a law with a density.
-
-    Parameters
-    ----------
-    n, sizes, dim : int or strategy of ints
-        Number of samples, tokens per sample (drawn per sample: ragged sizes), dimension.
-    scale : float
-        Standard deviation of each coordinate (``"normal"``), half-width (``"uniform"``)
-        or Laplace standard deviation; coordinates are clipped at ``8 * scale``.
-    density : {"normal", "uniform", "laplace"}
-
-    Returns
-    -------
-    strategy of list of (N_i, d) float64 arrays
-        With probability one all atoms and all projected gaps are distinct, which is
-        the situation of seed 003 Prop. 10.
-    """
-    if density not in ("normal", "uniform", "laplace"):
-        raise ValueError(f"density: expected 'normal', 'uniform' or 'laplace', got {density!r}")
-    return _iid_sets(_ints(n, "n"), _ints(sizes, "sizes"), _ints(dim, "dim"), _check_scale(scale), density)
-
-
-def rationals(*, max_numerator: int = 16, denominators: Sequence[int] = (1, 2, 4, 8),
-              nonzero: bool = False) -> SearchStrategy[Fraction]:
-    """Small rationals ``p/q`` with ``|p| <= max_numerator`` and ``q`` from ``denominators``."""
-    if max_numerator < 1 or not denominators or any(int(q) < 1 for q in denominators):
-        raise ValueError(f"rationals: need max_numerator >= 1 and positive denominators, got {max_numerator}, {denominators}")
-    lo = -max_numerator
-    frac = st.builds(Fraction, st.integers(lo, max_numerator), st.sampled_from([int(q) for q in denominators]))
-    return frac.filter(lambda f: f != 0) if nonzero else frac
-
-
-@st.composite
-def _rational_sets(draw: Any, n: SearchStrategy[int], sizes: SearchStrategy[int], dim: SearchStrategy[int],
-                   max_numerator: int, denominator: int, distinct: bool) -> list[np.ndarray]:
-    nn, d = draw(n), draw(dim)
-    out = []
-    for _ in range(nn):
-        N = draw(sizes)
-        cell = st.tuples(*[st.integers(-max_numerator, max_numerator)] * d)
-        rows = draw(st.lists(cell, min_size=N, max_size=N, unique=distinct))
-        out.append(np.asarray(rows, dtype=np.float64).reshape(N, d) / denominator)
-    return out
-
-
-def rational_token_sets(
-    *,
-    n: IntOrStrategy = _INTS_1_4,
-    sizes: IntOrStrategy = _INTS_2_4,
-    dim: IntOrStrategy = _INTS_1_3,
-    max_numerator: int = 8,
-    denominator: int = 4,
-    distinct: bool = True,
-) -> SearchStrategy[list[np.ndarray]]:
-    """Token sets whose coordinates are ``k / denominator`` with ``|k| <= max_numerator``.
-
-    With a power-of-two ``denominator`` every coordinate is exact in float64, so
-    exact engines decide the numbers as written. Coincidences (shared atoms, repeated
-    gaps) are frequent, which is what such sets are for. ``distinct=True`` keeps the
-    atoms of each sample pairwise distinct.
-    """
-    if denominator < 1 or max_numerator < 1:
-        raise ValueError(f"need denominator >= 1 and max_numerator >= 1, got {denominator}, {max_numerator}")
-    return _rational_sets(_ints(n, "n"), _ints(sizes, "sizes"), _ints(dim, "dim"), max_numerator, denominator, distinct)
-
-
-@st.composite
-def _shared_sets(draw: Any, n: SearchStrategy[int], own: SearchStrategy[int], dim: SearchStrategy[int],
-                 shared: SearchStrategy[int], scale: float) -> tuple[list[np.ndarray], np.ndarray]:
-    nn, d, k = draw(n), draw(dim), draw(shared)
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    common = np.clip(rng.standard_normal((k, d)), -_BOUND, _BOUND) * scale
-    out = []
-    for _ in range(nn):
-        m = draw(own)
-        x = np.clip(rng.standard_normal((m, d)), -_BOUND, _BOUND) * scale
-        out.append(np.concatenate([common, x], axis=0))
-    return out, common
-
-
-def shared_atom_token_sets(
-    *,
-    n: IntOrStrategy = _INTS_2_3,
-    own: IntOrStrategy = _INTS_1_3,
-    dim: IntOrStrategy = _INTS_1_3,
-    shared: IntOrStrategy = 1,
-    scale: float = 1.0,
-) -> SearchStrategy[tuple[list[np.ndarray], np.ndarray]]:
-    """``n`` token sets sharing exactly ``shared`` atoms (a.s.), plus ``own`` i.i.d. atoms each.
-
-    Returns ``(samples, common)`` with ``common`` the ``(shared, d)`` array of shared
-    atoms (they come first in every sample). ``shared = 0`` gives disjoint supports.
-    """
-    sh = _ints(shared, "shared", lo=0)
-    own_s = _ints(own, "own", lo=0)
-    return _shared_sets(_ints(n, "n"), own_s, _ints(dim, "dim"), sh, _check_scale(scale)).filter(
-        lambda r: all(s.shape[0] >= 1 for s in r[0]))
-
-
-def directions(dim: IntOrStrategy, *, max_numerator: int = 8) -> SearchStrategy[tuple[Fraction, ...]]:
-    """Non-zero directions ``w`` in :math:`\\mathbb Q^d` with small integer entries (exact, not normalised)."""
-    d = _ints(dim, "dim")
-    return d.flatmap(lambda k: st.tuples(*[st.builds(Fraction, st.integers(-max_numerator, max_numerator))] * k)
-                     .filter(lambda w: any(v != 0 for v in w)))
 
 
 # ----------------------------------------------------------------------------- families
@@ -284,7 +55,7 @@ def _positive(lo: int = 1, hi: int = 16, q: int = 8) -> SearchStrategy[Fraction]
 
 @st.composite
 def _dirac(draw: Any, dim: SearchStrategy[int]) -> Any:
-    from .families import Dirac
+    from ..cgf import Dirac
 
     d = draw(dim)
     return Dirac(tuple(draw(st.lists(rationals(max_numerator=8, denominators=(1, 2, 4)), min_size=d, max_size=d))))
@@ -297,7 +68,7 @@ def dirac(*, dim: IntOrStrategy = _INTS_1_3) -> SearchStrategy[Any]:
 
 @st.composite
 def _cubes(draw: Any, n: SearchStrategy[int], dim: SearchStrategy[int], distinct: Distinct) -> list[Any]:
-    from .families import UniformCube
+    from ..cgf import UniformCube
 
     nn, d = draw(n), draw(dim)
     return [UniformCube(r, d) for r in _params(draw, nn, distinct, _positive(1, 16, 8))]
@@ -328,7 +99,7 @@ def _scaled(S: tuple[tuple[Fraction, ...], ...], c: Fraction) -> tuple[tuple[Fra
 
 @st.composite
 def _laplaces(draw: Any, n: SearchStrategy[int], dim: SearchStrategy[int], distinct: Distinct) -> list[Any]:
-    from .families import Laplace
+    from ..cgf import Laplace
 
     nn, d = draw(n), draw(dim)
     base = draw(_spd(d))
@@ -349,7 +120,7 @@ def laplaces(*, n: IntOrStrategy = _INTS_1_4, dim: IntOrStrategy = _INTS_1_3,
 
 @st.composite
 def _gaussians(draw: Any, n: SearchStrategy[int], dim: SearchStrategy[int], shared: bool) -> list[Any]:
-    from .families import Gaussian
+    from ..cgf import Gaussian
 
     nn, d = draw(n), draw(dim)
     vec = st.lists(rationals(max_numerator=8, denominators=(1, 2, 4)), min_size=d, max_size=d).map(tuple)
@@ -367,7 +138,7 @@ def gaussians(*, n: IntOrStrategy = _INTS_1_4, dim: IntOrStrategy = _INTS_1_3,
 
 @st.composite
 def _mixtures(draw: Any, n: SearchStrategy[int], dim: SearchStrategy[int], distinct: Distinct) -> list[Any]:
-    from .families import GaussianMixture2
+    from ..cgf import GaussianMixture2
 
     nn, d = draw(n), draw(dim)
     S = draw(_spd(d))
@@ -389,7 +160,7 @@ def gaussian_mixtures(*, n: IntOrStrategy = _INTS_1_4, dim: IntOrStrategy = _INT
 
 @st.composite
 def _convolutions(draw: Any, n: SearchStrategy[int], dim: SearchStrategy[int], distinct: Distinct) -> list[Any]:
-    from .families import GaussianConvolution
+    from ..cgf import GaussianConvolution
 
     base = draw(_cubes(n, dim, distinct))
     d = base[0].dim
@@ -418,7 +189,7 @@ class Dependent:
     kind : str
         Which construction (``"translate"``, ``"two-point product"``, ...).
     measures : tuple
-        Token sets ((N_i, d) arrays) or :class:`~ntkcheck.families.Family` objects.
+        Token sets ((N_i, d) arrays) or :class:`~ntkcheck.cgf.base.Family` objects.
     null_vector : tuple of Fraction
         The coefficients ``c`` (not all zero).
     alpha : tuple of Fraction
@@ -586,7 +357,7 @@ def _sym_nullvector(covs: Sequence[Any]) -> tuple[Fraction, ...]:
 
 @st.composite
 def _many_gaussians(draw: Any, dim: SearchStrategy[int]) -> Dependent:
-    from .families import Gaussian
+    from ..cgf import Gaussian
 
     d = draw(dim)
     nn = d * (d + 1) // 2 + 1
@@ -619,58 +390,12 @@ def dependent_constructions(*, dim: IntOrStrategy = _INTS_1_3, families: bool = 
     return st.one_of(*opts)
 
 
-# ----------------------------------------------------------------------------- attention heads
-
-
-@dataclass(frozen=True)
-class HeadsSpec:
-    """How to initialise ``H`` heads: i.i.d. Gaussian ``Q`` and ``b`` entries with standard
-    deviations ``q_scale`` and ``b_scale`` (a law whose support contains an open set, as
-    seed 003 Prop. 8 needs)."""
-
-    H: int
-    dim: int
-    q_scale: float = 1.0
-    b_scale: float = 1.0
-
-
-@st.composite
-def _heads(draw: Any, spec: SearchStrategy[HeadsSpec]) -> Any:
-    sp_ = draw(spec)
-    seed = draw(st.integers(0, 2**32 - 1))
-    try:
-        from .gram import init_heads
-    except ImportError:  # pragma: no cover - gram is optional for the strategies
-        rng = np.random.default_rng(seed)
-        Q = rng.standard_normal((sp_.H, sp_.dim, sp_.dim)) * sp_.q_scale
-        b = rng.standard_normal((sp_.H, sp_.dim)) * sp_.b_scale
-        return Q, b
-    return init_heads(sp_.H, sp_.dim, q_scale=sp_.q_scale, b_scale=sp_.b_scale, seed=seed)
-
-
-def heads(spec: HeadsSpec | SearchStrategy[HeadsSpec] | None = None, *, H: IntOrStrategy = _INTS_1_16,
-          dim: IntOrStrategy = _INTS_1_3, q_scale: float = 1.0, b_scale: float = 1.0) -> SearchStrategy[Any]:
-    """Attention heads :math:`(Q_h, b_h)_{h \\le H}` drawn from an init spec (seed 003 eq. 1, FixUp ``V = 0``).
-
-    Pass a :class:`HeadsSpec` (or a strategy of them), or ``H``, ``dim`` and the scales.
-    Returns :class:`ntkcheck.gram.Heads` (``Q`` of shape (H, d, d), ``b`` of shape (H, d)).
-    """
-    if spec is None:
-        qs, bs = _check_scale(q_scale), _check_scale(b_scale)
-        spec_s: SearchStrategy[HeadsSpec] = st.builds(HeadsSpec, _ints(H, "H"), _ints(dim, "dim"), st.just(qs), st.just(bs))
-    elif isinstance(spec, HeadsSpec):
-        spec_s = st.just(spec)
-    else:
-        spec_s = spec
-    return _heads(spec_s)
-
-
 # ----------------------------------------------------------------------------- type registration
 
 
 def _register_types() -> None:
-    """``st.register_type_strategy`` for every family type of :mod:`ntkcheck.families`."""
-    from . import families as fam
+    """``st.register_type_strategy`` for every family type of :mod:`ntkcheck.cgf`."""
+    from .. import cgf as fam
 
     def one(strategy_fn: Any) -> SearchStrategy[Any]:
         return strategy_fn(n=1).map(lambda xs: xs[0])
@@ -694,8 +419,3 @@ def _register_types() -> None:
         cls = getattr(fam, name, None)
         if cls is not None:
             st.register_type_strategy(cls, strat)
-
-
-_READY = True
-if _PENDING:
-    _register_types()

@@ -24,7 +24,7 @@ r"""Cross-check of the CGF verdict against the NTK Gram (seed 003 Prop. 8, both 
 
 Atom equality is exact (float64 bit patterns after ``-0.0 -> 0.0``).
 
-Beyond the seed: the dependence structure of the samples (:mod:`ntkcheck.structure`)
+Beyond the seed: the dependence structure of the samples (:mod:`ntkcheck.ntk.structure`)
 predicts the exact dimension of the kernel, compared with the eigenvalues at the rounding
 floor (``theory/ntk-prop8.md``, "The dimension of the kernel").
 
@@ -41,16 +41,14 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .cgf import to_fraction
-from .errors import InputError
-from .families import Empirical, Family, as_laws
-from .gram import (
+from ..cgf.core import to_fraction
+from ..errors import InputError
+from ..cgf import Empirical, Family, as_laws
+from .features import Heads, _as_heads, _features
+from .gram_matrix import (
     POSITIVE_REL,
     RESOLUTION_EIGH,
     GramResult,
-    Heads,
-    _as_heads,
-    _features,
     gram,
 )
 from .structure import DependenceStructure, dependence_structure
@@ -209,7 +207,7 @@ def kernel_residual(samples: Any, heads: Heads, p: Any, F: np.ndarray | None = N
     returned as :math:`\|F^T u\| / (\|F\|_2 \|u\|)`, the square root of the Rayleigh
     quotient of :math:`u` relative to :math:`\lambda_{\max}` (0 for an exact kernel vector).
     ``norm``, when given, is :math:`\|F\|_2 = \sqrt{\lambda_{\max}}` (from a
-    :class:`~ntkcheck.gram.GramResult` of the same ``F``), saving an SVD.
+    :class:`~ntkcheck.ntk.gram_matrix.GramResult` of the same ``F``), saving an SVD.
     """
     laws = as_laws(samples)
     heads = _as_heads(heads, laws[0].dim)
@@ -249,11 +247,11 @@ class KernelComparison:
     Attributes
     ----------
     predicted : int
-        :attr:`~ntkcheck.structure.DependenceStructure.predicted_kernel` (per output
+        :attr:`~ntkcheck.ntk.structure.DependenceStructure.predicted_kernel` (per output
         coordinate); a lower bound unless ``exact``.
     exact : bool
     observed : int or None
-        Eigenvalues at or below ``floor`` (:attr:`~ntkcheck.gram.GramResult.kernel_observed`).
+        Eigenvalues at or below ``floor`` (:attr:`~ntkcheck.ntk.gram_matrix.GramResult.kernel_observed`).
     floor : float
         The rounding floor, relative to :math:`\lambda_{\max}`.
     next_relative : float or None
@@ -376,12 +374,12 @@ def _overlap_label(pred: KernelPrediction) -> str:
 
 
 def _inputs(samples: Any) -> list[Any]:
-    """Laws (:func:`~ntkcheck.families.as_laws`, once), or the measures as given when a
+    """Laws (:func:`~ntkcheck.cgf.empirical.as_laws`, once), or the measures as given when a
     closed-form family is among them (then there is no Gram)."""
     items = [samples] if isinstance(samples, Family) else samples
     if isinstance(items, (list, tuple)) and any(isinstance(m, Family) and not isinstance(m, Empirical)
                                                 for m in items):
-        from .decide import as_measures
+        from ..independence.decision import as_measures
 
         return as_measures(items)
     return as_laws(samples)
@@ -400,7 +398,7 @@ def crosscheck(
     r"""Decide weak independence, compute the Gram, and check seed 003 Prop. 8 against it.
 
     Besides the seed's statement (sufficiency, or necessity under the overlap condition
-    (34)), the dependence structure of the samples (:mod:`ntkcheck.structure`: duplicates,
+    (34)), the dependence structure of the samples (:mod:`ntkcheck.ntk.structure`: duplicates,
     translates, products, Diracs) predicts the exact dimension of the kernel of the NTK
     map; it is compared with the number of Gram eigenvalues at the rounding floor, and the
     predicted kernel is checked to be annihilated by the features (:func:`subspace_residual`).
@@ -408,16 +406,16 @@ def crosscheck(
     Parameters
     ----------
     samples : list of Empirical or (N_i, d) float arrays (or families: then only the verdict is reported)
-        Arrays are turned into laws once (:func:`~ntkcheck.families.as_laws`).
+        Arrays are turned into laws once (:func:`~ntkcheck.cgf.empirical.as_laws`).
     heads : Heads
     weak : Decision, optional
         A precomputed ``decide(samples, property="weak")`` (the screen reuses it).
     gram_result : GramResult, optional
-        A precomputed :func:`~ntkcheck.gram.gram` for the same samples and heads.
+        A precomputed :func:`~ntkcheck.ntk.gram_matrix.gram` for the same samples and heads.
     structure : DependenceStructure, optional
-        A precomputed :func:`~ntkcheck.structure.dependence_structure` of the same samples.
+        A precomputed :func:`~ntkcheck.ntk.structure.dependence_structure` of the same samples.
     certify : bool
-        Passed to :func:`~ntkcheck.gram.gram` when the verdict is independent (Arb
+        Passed to :func:`~ntkcheck.ntk.gram_matrix.gram` when the verdict is independent (Arb
         certificate when float64 cannot establish positivity, small problems only).
 
     Returns
@@ -432,14 +430,14 @@ def crosscheck(
     Examples
     --------
     >>> import numpy as np
-    >>> from ntkcheck.gram import init_heads
+    >>> from ntkcheck.ntk.features import init_heads
     >>> z, u, v = np.zeros(2), np.array([1.0, 0.0]), np.array([0.0, 1.0])
     >>> S = [np.array([z, u]), np.array([z, v]), np.array([z, u, v, u + v])]
     >>> r = crosscheck(S, init_heads(16, 2))
     >>> r.agreement, r.kernel.predicted, r.kernel.observed
     ('agrees', 1, 1)
     """
-    from .decide import decide
+    from ..independence.decision import decide
 
     measures = _inputs(samples)
     non_compact = tuple(i for i, m in enumerate(measures) if not m.compact)

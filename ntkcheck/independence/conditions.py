@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from ._certify import qstr
-from ._validate import as_samples
-from .cgf import _project_exact, normalize_weights, to_fraction
-from .errors import InputError
+from .rank import qstr
+from .._validate import as_samples
+from ..cgf.core import _project_exact, normalize_weights, to_fraction
+from ..errors import InputError
 
 __all__ = ["GapCondition", "gap_condition", "VandermondeCondition", "vandermonde_condition"]
 
@@ -90,7 +90,7 @@ def gap_condition(samples: Any, direction: Sequence[Any], weights: Sequence[Any]
 
     Parameters
     ----------
-    samples : list of (N_i, d) arrays, or of :class:`~ntkcheck.families.Empirical`
+    samples : list of (N_i, d) arrays, or of :class:`~ntkcheck.cgf.empirical.Empirical`
         Token sets (empirical laws; weights do not enter the condition, only the atoms).
     direction : sequence of d numbers
         Read exactly (floats as dyadic rationals).
@@ -105,7 +105,7 @@ def gap_condition(samples: Any, direction: Sequence[Any], weights: Sequence[Any]
     >>> gap_condition([np.array([[0.0], [1.0]]), np.array([[0.0], [2.0]])], [1]).holds
     True
     """
-    from .families import Empirical
+    from ..cgf import Empirical
 
     given = list(samples) if isinstance(samples, (list, tuple)) else None
     memo = given if given is not None and given and all(isinstance(m, Empirical) for m in given) else None
@@ -172,7 +172,7 @@ class VandermondeCondition:
 def vandermonde_condition(measures: Sequence[Any], direction: Sequence[Any]) -> VandermondeCondition:
     r"""Check seed 003 Prop. 11 (and Prop. 12) for families along ``direction``.
 
-    Each measure must expose ``vandermonde_form(w)`` (see :mod:`ntkcheck.families`);
+    Each measure must expose ``vandermonde_form(w)`` (see :class:`ntkcheck.cgf.base.Family`);
     the forms must share one tag (the same coefficients :math:`a_m`). The condition holds
     when the :math:`\lambda_i` are pairwise distinct and non-zero.
     """

@@ -4,20 +4,20 @@ For token sets :math:`X_1, \dots, X_n` and heads drawn from an init spec, the re
 
 * a per-sample summary (tokens, distinct atoms, largest multiplicity, radius, whether the
   sample enters the dependency found); each sample is its empirical law
-  (:class:`~ntkcheck.families.Empirical`): repeated tokens are one atom with their summed mass;
+  (:class:`~ntkcheck.cgf.empirical.Empirical`): repeated tokens are one atom with their summed mass;
 * the weak and strong CGF verdicts with their certificates (``ntkcheck.decide``);
-* the NTK Gram spectrum at FixUp on the distinct atoms (``ntkcheck.gram``) and the
-  cross-check against seed 003 Prop. 8 (``ntkcheck.crosscheck``); when the samples are
+* the NTK Gram spectrum at FixUp on the distinct atoms (``ntkcheck.ntk.gram_matrix``) and the
+  cross-check against seed 003 Prop. 8 (``ntkcheck.ntk.crosscheck``); when the samples are
   dependent, the cross-check is repeated on the samples outside the dependency, so both
   outcomes are visible;
-* the dependence structure by name (``ntkcheck.structure``: "sample 12 is sample 3",
+* the dependence structure by name (``ntkcheck.ntk.structure``: "sample 12 is sample 3",
   translates with their shift, products, single Diracs) and the dimension of the Gram
   kernel it predicts beside the number of eigenvalues observed at the rounding floor;
 * the smallest NTK eigenvalue :math:`\lambda_0` under the screen's own convention: the
   mean-field depth-``T`` model (each layer's heads drawn from the same law :math:`\rho`,
   ``theory/local-convergence.md``) and the per-token loss
   :math:`\tfrac12\sum_i \|x_T - y_i\|^2_{L^2(\mu_i)}`, whose NTK is ``T`` times the
-  one-layer NTK (:mod:`ntkcheck.dynamics` normalises that loss by ``1/n``, which divides
+  one-layer NTK (:mod:`ntkcheck.dynamics.model` normalises that loss by ``1/n``, which divides
   it by ``n``; heads shared by every layer multiply it by another ``T``):
 
   .. math::
@@ -26,10 +26,10 @@ For token sets :math:`X_1, \dots, X_n` and heads drawn from an init spec, the re
 
   Near initialisation the linearised residual decays at :math:`\lambda_0` and the loss at
   :math:`2\lambda_0`. It is *not* the rate of seed 002 Thm. 8.5: that theorem is stated for
-  the readout loss with heads shared over depth (:func:`ntkcheck.lipschitz.readout_ntk_fixup`,
+  the readout loss with heads shared over depth (:func:`ntkcheck.dynamics.lipschitz.readout_ntk_fixup`,
   ``ntkcheck screen --thm85``), and its rate is guaranteed only below the corrected eq. 30
   threshold :math:`\lambda_0^4/(16 L_K^2(2\Lambda+\lambda_0))`, which needs targets and a
-  certified :math:`L_K` (:func:`ntkcheck.lipschitz.convergence_certificate`, ``ntkcheck flow``).
+  certified :math:`L_K` (:func:`ntkcheck.dynamics.lipschitz.convergence_certificate`, ``ntkcheck flow``).
 
 References: seed 003 Prop. 8, seed 002 Thm. 8.5; MATH.md sections 3 and 5.
 """
@@ -43,12 +43,14 @@ from typing import Any
 
 import numpy as np
 
-from .crosscheck import CrosscheckResult, crosscheck
-from .decide import format_vector
+from .ntk.crosscheck import CrosscheckResult, crosscheck
+from .independence.results import format_vector
 from .errors import InputError
-from .families import Empirical, as_laws
-from .gram import MAX_CERTIFY_TOKENS, GramResult, Heads, _atom_count, _certify, gram, init_heads
-from .structure import DependenceStructure, dependence_structure
+from .cgf import Empirical, as_laws
+from .ntk.certificate import MAX_CERTIFY_TOKENS, _certify
+from .ntk.features import Heads, _atom_count, init_heads
+from .ntk.gram_matrix import GramResult, gram
+from .ntk.structure import DependenceStructure, dependence_structure
 
 __all__ = ["SampleSummary", "ScreenReport", "screen", "default_head_count", "load_heads", "plot_report",
            "RATE_CAVEAT"]
@@ -253,7 +255,7 @@ def screen(
     Parameters
     ----------
     samples : list of Empirical, list of (N_i, d) float arrays, or (n, N, d) array
-        Arrays are turned into laws once (:func:`~ntkcheck.families.as_laws`): the Gram,
+        Arrays are turned into laws once (:func:`~ntkcheck.cgf.empirical.as_laws`): the Gram,
         the verdicts and the structure report all see distinct atoms with their masses.
     heads : int, Heads or None
         A head count drawn from the init spec (``q_scale``, ``b_scale``, ``dist``, ``seed``),
@@ -274,12 +276,12 @@ def screen(
 
     Examples
     --------
-    >>> from ntkcheck.io import bundled_path, load_samples
+    >>> from ntkcheck.io.files import bundled_path, load_samples
     >>> r = screen(load_samples(bundled_path()))
     >>> r.weak.verdict.value, r.crosscheck.agreement, r.complement.agreement
     ('dependent', 'agrees', 'agrees')
     """
-    from .decide import decide
+    from .independence.decision import decide
 
     laws = as_laws(samples)
     if not (isinstance(depth_T, (int, float)) and math.isfinite(depth_T) and depth_T > 0):

@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["MODEL_PACKAGE", "model_dir", "TextEncoder", "load_encoder", "attention_heads", "save_heads", "save_samples"]
 
@@ -213,9 +213,9 @@ def attention_heads(encoder: TextEncoder, layer: int) -> Any:
 
     Returns
     -------
-    ntkcheck.gram.Heads with ``Q`` of shape (H, d, d) and ``b`` of shape (H, d).
+    ntkcheck.ntk.features.Heads with ``Q`` of shape (H, d, d) and ``b`` of shape (H, d).
     """
-    from .gram import Heads
+    from ..ntk.features import Heads
 
     if int(layer) != layer or not 0 <= int(layer) < encoder.n_layers:
         raise InputError(f"layer: expected an integer in 0..{encoder.n_layers - 1}, got {layer!r}")

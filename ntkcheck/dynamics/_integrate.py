@@ -1,6 +1,6 @@
 r"""Integrators of the gradient flow :math:`\dot\theta = f(\theta) = -m\nabla\mathcal L(\theta)`.
 
-Private to :mod:`ntkcheck.dynamics`. Three routes share one loop for records, the
+Private to :mod:`ntkcheck.dynamics.flow`. Three routes share one loop for records, the
 wall-clock budget and the target loss:
 
 * ``"exponential"`` (the default): an adaptive exponential integrator (ETDRK3 of Cox and
@@ -41,7 +41,7 @@ from enum import Enum
 import numpy as np
 
 from ._attention import _Linear, phi
-from .errors import DomainError
+from ..errors import DomainError
 
 #: the vector field: parameters -> (loss, f(theta) = -m grad Loss)
 Field = Callable[[np.ndarray], tuple[float, np.ndarray]]

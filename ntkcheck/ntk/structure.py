@@ -20,17 +20,9 @@ determines the kernel of the NTK map :math:`G` at FixUp exactly (``theory/ntk-pr
 
 the kernel vector being :math:`p_i(z) = n_{z,i} / \mu_i(\{z\})`.
 
-This module recognises the structures that put vectors in :math:`D`, each verified
-exactly (float64 atoms compared as the rationals they are):
-
-* **duplicates**: sample ``j`` has the same law as sample ``i`` (``c = e_j - e_i``, ``alpha = 0``);
-* **translates**: :math:`\mu_j = \mu_i + s` (``c = e_j - e_i``, ``alpha = s``);
-* **products**: :math:`\mu_k` is the law of :math:`X + Y` (up to a shift ``s``), ``X ~ mu_i``,
-  ``Y ~ mu_j`` independent (``c = e_k - e_i - e_j``, ``alpha = s``);
-* **single Diracs**: :math:`\Lambda_i(a) = \langle x_i, a\rangle` (``c = e_i``, ``alpha = x_i``);
-  their relations :math:`\sum_i c_i x_i = 0` lie in :math:`D_0`;
-
-and adds any further null vector the decision engine certifies. The span :math:`D'` of
+The structures that put vectors in :math:`D` (duplicates, translates, products, single
+Diracs, each verified exactly) are recognised in :mod:`ntkcheck.ntk.relations`; this
+module adds any further null vector the decision engine certifies and counts the kernel. The span :math:`D'` of
 what was found is a subspace of :math:`D`, so the count above with :math:`D'` is a lower
 bound on the kernel dimension; it is **exact** when the samples outside a set of pivots of
 :math:`D'` are certified weakly independent (then :math:`D = D'`).
@@ -41,7 +33,6 @@ Remark 5; ``theory/ntk-prop8.md``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -50,16 +41,14 @@ from typing import Any
 import numpy as np
 from flint import fmpq, fmpq_mat
 
-from .families import Empirical, as_laws
+from ..cgf import as_laws
+from ._exact import _Laws
+from .relations import Relation, _find, find_relations  # noqa: F401  (find_relations: doctests)
 
-__all__ = ["Relation", "DependenceStructure", "find_relations", "dependence_structure", "kernel_dimension"]
+__all__ = ["DependenceStructure", "dependence_structure", "kernel_dimension"]
 
 #: rounds of "decide on the samples outside the pivots" before the count is left a lower bound
 MAX_ROUNDS = 4
-#: float fingerprints (variance traces, third cumulants) of candidate translates and
-#: products must agree to this relative tolerance: rounding of sums of O(m) products is
-#: ~1e-15 relative; exact verification follows, so the filter only needs to keep true matches
-_FINGERPRINT_RTOL = 1e-8
 #: the kernel basis (M x k floats) is built only up to this many entries
 MAX_BASIS_ENTRIES = 1 << 25
 
@@ -98,334 +87,6 @@ def _nullspace(rows: Sequence[Sequence[Fraction]], ncols: int) -> list[list[Frac
             x[p] = -R[k][f]
         basis.append(x)
     return basis
-
-
-# ----------------------------------------------------------------------- exact atom tests
-
-
-def _two_diff(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``a - b`` as an unevaluated pair ``(hi, lo)`` with ``hi + lo = a - b`` exactly
-    (Knuth's TwoSum on ``a + (-b)``; exact for finite doubles without overflow). Two
-    differences are equal as rationals iff their pairs are equal."""
-    nb = -b
-    hi = a + nb
-    bb = hi - a
-    lo = (a - (hi - bb)) + (nb - bb)
-    return hi, lo
-
-
-def _lex_order(X: np.ndarray) -> np.ndarray:
-    """Row order of ``X`` sorted lexicographically (first coordinate most significant). Lex
-    order on R^d is compatible with addition, so translates and sums keep it."""
-    return np.lexsort(X.T[::-1])
-
-
-def _exact_mean(law: Empirical) -> tuple[Fraction, ...]:
-    r""":math:`\sum_a m_a x_a` exactly: each double is ``M 2^e`` with an integer ``M`` (``frexp``),
-    so a coordinate is an integer combination of shifted mantissas over a common
-    denominator, summed in Python integers."""
-    mant, ex = np.frexp(law.atoms)
-    M = (mant * 2.0**53).astype(np.int64)  # exact: |mant| in [0.5, 1)
-    ex = ex.astype(np.int64) - 53
-    den = 1
-    for w in law.weights:
-        den = den * w.denominator // math.gcd(den, w.denominator)
-    W = [w.numerator * (den // w.denominator) for w in law.weights]
-    out = []
-    for k in range(law.dim):
-        col_m, col_e = M[:, k].tolist(), ex[:, k].tolist()
-        E = min(col_e)
-        num = sum(wa * (ma << (ea - E)) for wa, ma, ea in zip(W, col_m, col_e, strict=True))
-        out.append(Fraction(num, den) * (Fraction(2) ** E))
-    return tuple(out)
-
-
-def _frac_row(row: np.ndarray) -> tuple[Fraction, ...]:
-    return tuple(Fraction(float(v)) for v in row)
-
-
-@dataclass(eq=False)
-class _Laws:
-    """The laws with memoised exact views (lex-sorted atoms, rational atoms and means)."""
-
-    laws: list[Empirical]
-    _sorted: dict[int, tuple[np.ndarray, tuple[Fraction, ...]]] = field(default_factory=dict)
-    _fr: dict[int, list[tuple[Fraction, ...]]] = field(default_factory=dict)
-    _mean: dict[int, tuple[Fraction, ...]] = field(default_factory=dict)
-
-    @property
-    def n(self) -> int:
-        return len(self.laws)
-
-    @property
-    def d(self) -> int:
-        return self.laws[0].dim
-
-    def sorted(self, i: int) -> tuple[np.ndarray, tuple[Fraction, ...]]:
-        """Atoms in lex order and their exact masses in the same order."""
-        got = self._sorted.get(i)
-        if got is None:
-            law = self.laws[i]
-            o = _lex_order(law.atoms)
-            got = (law.atoms[o], tuple(law.weights[int(k)] for k in o))
-            self._sorted[i] = got
-        return got
-
-    def fractions(self, i: int) -> list[tuple[Fraction, ...]]:
-        got = self._fr.get(i)
-        if got is None:
-            got = [_frac_row(r) for r in self.laws[i].atoms]
-            self._fr[i] = got
-        return got
-
-    def mean(self, i: int) -> tuple[Fraction, ...]:
-        """The exact mean :math:`\\sum_a m_a x_a` (rational; integer arithmetic per coordinate)."""
-        got = self._mean.get(i)
-        if got is None:
-            got = _exact_mean(self.laws[i])
-            self._mean[i] = got
-        return got
-
-    def alpha(self, c: Sequence[Fraction]) -> tuple[Fraction, ...]:
-        r"""The linear part of :math:`\sum_i c_i\Lambda_i`: :math:`\alpha = \sum_i c_i\,\mathrm{mean}_i`
-        (the gradient at 0; exact)."""
-        acc = [Fraction(0)] * self.d
-        for i, ci in enumerate(c):
-            if ci != 0:
-                m = self.mean(i)
-                for k in range(self.d):
-                    acc[k] += ci * m[k]
-        return tuple(acc)
-
-
-def _translate_shift(L: _Laws, i: int, j: int) -> tuple[Fraction, ...] | None:
-    r"""The exact ``s`` with :math:`\mu_j = \mu_i + s`, or None (equal atom counts and masses
-    in lex order are checked by the caller)."""
-    Xi, _ = L.sorted(i)
-    Xj, _ = L.sorted(j)
-    hi, lo = _two_diff(Xj, Xi)
-    if not (np.all(hi == hi[0]) and np.all(lo == lo[0])):
-        return None
-    return tuple(Fraction(float(h)) + Fraction(float(l_)) for h, l_ in zip(hi[0], lo[0], strict=True))
-
-
-def _product_shift(L: _Laws, i: int, j: int, k: int) -> tuple[Fraction, ...] | None:
-    r"""The exact ``s`` with :math:`\mu_k = \mu_i * \mu_j + s` (law of ``X + Y + s``), or None."""
-    conv: dict[tuple[Fraction, ...], Fraction] = {}
-    Fi, Fj = L.fractions(i), L.fractions(j)
-    for wa, xa in zip(L.laws[i].weights, Fi, strict=True):
-        for wb, yb in zip(L.laws[j].weights, Fj, strict=True):
-            key = tuple(p + q for p, q in zip(xa, yb, strict=True))
-            conv[key] = conv.get(key, Fraction(0)) + wa * wb
-    if len(conv) != L.laws[k].n_atoms:
-        return None
-    cmin = min(conv)  # tuple order on rationals is the lex order
-    Fk = L.fractions(k)
-    zmin = min(Fk)
-    s = tuple(z - c for z, c in zip(zmin, cmin, strict=True))
-    for wc, zc in zip(L.laws[k].weights, Fk, strict=True):
-        key = tuple(z - t for z, t in zip(zc, s, strict=True))
-        if conv.get(key) != wc:
-            return None
-    return s
-
-
-def _fingerprints(L: _Laws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Float translation-invariant cumulants, additive under independent sums: the variance
-    trace, the third cumulant along a fixed generic direction, and a scale for tolerances."""
-    rng = np.random.default_rng(12345)
-    u = rng.standard_normal(L.d)
-    u /= np.linalg.norm(u)
-    var = np.empty(L.n)
-    k3 = np.empty(L.n)
-    scale = np.empty(L.n)
-    for i, law in enumerate(L.laws):
-        m = law.masses
-        Xc = law.atoms - m @ law.atoms
-        var[i] = float(m @ np.einsum("ad,ad->a", Xc, Xc))
-        z = Xc @ u
-        k3[i] = float(m @ z**3)
-        scale[i] = float(np.max(np.abs(law.atoms))) if law.atoms.size else 0.0
-    return var, k3, scale
-
-
-# ----------------------------------------------------------------------------- relations
-
-
-def _fmt_vec(v: Sequence[Any]) -> str:
-    items = [f"{float(x):.6g}" for x in v]
-    if len(items) > 6:
-        return "(" + ", ".join(items[:5]) + f", ..., {items[-1]}) [{len(items)} entries]"
-    return "(" + ", ".join(items) + ")"
-
-
-@dataclass(frozen=True)
-class Relation:
-    r"""One verified linear relation :math:`\sum_i c_i\Lambda_i(a) = \langle\alpha, a\rangle`.
-
-    Attributes
-    ----------
-    kind : str
-        ``"duplicate"``, ``"translate"``, ``"product"``, ``"dirac"`` or ``"decide"`` (a null
-        vector certified by :func:`~ntkcheck.decide.decide` that is not a named structure).
-    samples : tuple of int
-        The samples involved: ``(i, j)`` for "sample j is sample i (translated)",
-        ``(i, j, k)`` for "sample k is the law of X+Y, X ~ i, Y ~ j", ``(i,)`` for a Dirac.
-    c : tuple of Fraction
-        The coefficients (length ``n``).
-    alpha : tuple of Fraction
-        The linear part (length ``d``); ``beta = 0`` always (every :math:`\Lambda_i(0) = 0`).
-    shift : tuple of Fraction or None
-        The translation ``s`` of a translate or shifted product.
-    sentence : str
-        The structure in words ("sample 12 is sample 3 (equal laws)").
-    """
-
-    kind: str
-    samples: tuple[int, ...]
-    c: tuple[Fraction, ...]
-    alpha: tuple[Fraction, ...]
-    shift: tuple[Fraction, ...] | None
-    sentence: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "samples": list(self.samples),
-            "c": [str(v) for v in self.c],
-            "alpha": [str(v) for v in self.alpha],
-            "shift": None if self.shift is None else [float(v) for v in self.shift],
-            "sentence": self.sentence,
-        }
-
-
-def _unit(n: int, pairs: Sequence[tuple[int, int]]) -> tuple[Fraction, ...]:
-    c = [Fraction(0)] * n
-    for i, v in pairs:
-        c[i] += v
-    return tuple(c)
-
-
-def _var_tol(L: _Laws, var: np.ndarray, scale: np.ndarray, *idx: int) -> float:
-    """Tolerance of a variance-trace comparison: relative ``_FINGERPRINT_RTOL`` plus the
-    cancellation of centring atoms far from the origin (~``d eps |x|^2`` each, generously)."""
-    return (_FINGERPRINT_RTOL * max(max(var[i] for i in idx), 1e-300)
-            + 1e-12 * L.d * max(scale[i] for i in idx) ** 2)
-
-
-def _translation_classes(L: _Laws, idx: list[int], var: np.ndarray, scale: np.ndarray) -> list[Relation]:
-    """Duplicates and translates among the laws ``idx`` (each compared with the first
-    member of its class: translation is an equivalence relation)."""
-    n = L.n
-    buckets: dict[tuple[Any, ...], list[int]] = {}
-    for i in idx:
-        _, w = L.sorted(i)
-        buckets.setdefault((L.laws[i].n_atoms, w), []).append(i)
-    out: list[Relation] = []
-    for members in buckets.values():
-        if len(members) < 2:
-            continue
-        reps: list[int] = []
-        for j in members:  # in sample order: the representative is the first
-            for i in reps:
-                if abs(var[j] - var[i]) > _var_tol(L, var, scale, i, j):
-                    continue
-                s = _translate_shift(L, i, j)
-                if s is None:
-                    continue
-                c = _unit(n, [(j, 1), (i, -1)])
-                if all(v == 0 for v in s):
-                    out.append(Relation("duplicate", (i, j), c, s, s, f"sample {j} is sample {i} (equal laws)"))
-                else:
-                    out.append(Relation("translate", (i, j), c, s, s,
-                                        f"sample {j} is sample {i} translated by {_fmt_vec(s)}"))
-                break
-            else:
-                reps.append(j)
-    return out
-
-
-def _products(L: _Laws, idx: list[int], reps: list[int], var: np.ndarray, k3: np.ndarray,
-              scale: np.ndarray) -> list[Relation]:
-    """Laws ``k`` in ``idx`` that are (shifted) laws of ``X + Y`` with ``X, Y`` among ``reps``."""
-    n = L.n
-    out: list[Relation] = []
-    if len(reps) < 1 or len(idx) < 2:
-        return out
-    order = sorted(idx, key=lambda k: var[k])
-    vs = np.array([var[k] for k in order])
-    smax = float(max(scale[k] for k in idx))
-    for a, i in enumerate(reps):
-        for j in reps[a:]:
-            target = var[i] + var[j]
-            tol = _FINGERPRINT_RTOL * max(target, 1e-300) + 1e-12 * L.d * smax**2
-            lo = np.searchsorted(vs, target - tol, side="left")
-            hi = np.searchsorted(vs, target + tol, side="right")
-            for pos in range(int(lo), int(hi)):
-                k = order[pos]
-                if k in (i, j):
-                    continue
-                mk, mi, mj = L.laws[k].n_atoms, L.laws[i].n_atoms, L.laws[j].n_atoms
-                if not (max(mi, mj) <= mk <= mi * mj):
-                    continue
-                s3 = max(scale[i], scale[j], scale[k], 1e-300) ** 3
-                if abs(k3[k] - k3[i] - k3[j]) > 1e-7 * s3:
-                    continue
-                s = _product_shift(L, i, j, k)
-                if s is None:
-                    continue
-                c = _unit(n, [(k, 1), (i, -1), (j, -1)])
-                Y = f"sample {j}" if j != i else f"another copy of sample {i}"
-                what = f"sample {k} is the law of X+Y, X ~ sample {i}, Y ~ {Y} independent"
-                if any(v != 0 for v in s):
-                    what += f", translated by {_fmt_vec(s)}"
-                out.append(Relation("product", (i, j, k), c, s, s if any(v != 0 for v in s) else None, what))
-    return out
-
-
-def find_relations(samples: Any) -> tuple[Relation, ...]:
-    r"""The named dependence structures among the samples, each verified exactly.
-
-    Duplicates (equal laws), translates (with the shift), products (the law of ``X + Y``
-    beside the laws of ``X`` and ``Y``, up to a shift) and single Diracs; see the module
-    docstring. Products are searched with ``X`` and ``Y`` among the first member of each
-    translation class (the others follow from the translate relations).
-
-    Parameters
-    ----------
-    samples : list of Empirical or token arrays
-
-    Returns
-    -------
-    tuple of Relation
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> x = np.array([[0.0, 0.0], [1.0, 0.5]])
-    >>> [r.sentence for r in find_relations([x, x + 1.0, x])]
-    ['sample 1 is sample 0 translated by (1, 1)', 'sample 2 is sample 0 (equal laws)']
-    """
-    return _find(_Laws(as_laws(samples)))
-
-
-def _find(L: _Laws) -> tuple[Relation, ...]:
-    n = L.n
-    diracs = [i for i, law in enumerate(L.laws) if law.n_atoms == 1]
-    rich = [i for i in range(n) if i not in set(diracs)]
-    out: list[Relation] = []
-    for i in diracs:
-        x = _frac_row(L.laws[i].atoms[0])
-        out.append(Relation("dirac", (i,), _unit(n, [(i, 1)]), x, None,
-                            f"sample {i} is a single Dirac at {_fmt_vec(x)} (its CGF is linear)"))
-    if rich:
-        var, k3, scale = _fingerprints(L)
-        trans = _translation_classes(L, rich, var, scale)
-        out.extend(sorted(trans, key=lambda r: r.samples[::-1]))
-        followers = {r.samples[1] for r in trans}
-        reps = [i for i in rich if i not in followers]
-        out.extend(_products(L, rich, reps, var, k3, scale))
-    return tuple(out)
 
 
 # ------------------------------------------------------------------------ kernel dimension
@@ -679,7 +340,7 @@ def dependence_structure(samples: Any, *, weak: Any = None, certify: bool = True
                 rels.append(_decide_relation(L, c, weak))
                 B = _basis(L, rels)
         if certify:
-            from .decide import decide
+            from ..independence.decision import decide
 
             for _ in range(max_rounds):
                 rest = [i for i in range(n) if i not in set(B.pivots)]

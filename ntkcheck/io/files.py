@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import as_samples
-from .errors import InputError
-from .families import Empirical, as_laws
+from .._validate import as_samples
+from ..errors import InputError
+from ..cgf import Empirical, as_laws
 
 __all__ = ["load_samples", "load_laws", "bundled_path"]
 
@@ -109,7 +109,7 @@ def load_samples(path: str | Path) -> list[np.ndarray]:
 
 
 def load_laws(path: str | Path) -> list[Empirical]:
-    """Load a token file as empirical laws (:class:`~ntkcheck.families.Empirical`).
+    """Load a token file as empirical laws (:class:`~ntkcheck.cgf.empirical.Empirical`).
 
     The file formats are those of :func:`load_samples`. Each sample becomes its law:
     repeated tokens are merged into one atom whose exact rational mass counts them

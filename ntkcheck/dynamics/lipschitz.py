@@ -1,6 +1,6 @@
 r"""A certified upper bound on :math:`L_K` and the convergence certificate of seed 002 Thm. 8.5.
 
-The model is the one :mod:`ntkcheck.dynamics` trains: ``H`` heads
+The model is the one :mod:`ntkcheck.dynamics.model` trains: ``H`` heads
 :math:`\theta_h = (V_h, Q_h, b_h)` shared by ``L`` explicit Euler layers of step
 :math:`\tau = T/L`, every token of sample ``i`` moved by
 
@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DomainError, InputError
+from ..errors import DomainError, InputError
 
 __all__ = [
     "LipschitzBound",
@@ -167,13 +167,13 @@ def _sample_bounds(R0: float, *, layers: int, tau: float, v_rho: float, v_inf: f
 
 def _check_model(samples: Any, params: Any, layers: int, T: float, loss: str) -> list[np.ndarray]:
     """Validate the model arguments; return the atoms of each sample (the bound needs only their norms)."""
-    from .dynamics import AttentionParams
-    from .families import as_laws
+    from .model import AttentionParams
+    from ..cgf import as_laws
 
     if loss not in ("readout", "tokens"):
         raise InputError(f"loss: expected 'readout' or 'tokens', got {loss!r}")
     if not isinstance(params, AttentionParams):
-        raise InputError(f"params: expected ntkcheck.dynamics.AttentionParams, got {type(params).__name__}")
+        raise InputError(f"params: expected ntkcheck.dynamics.model.AttentionParams, got {type(params).__name__}")
     if params.per_layer:
         raise DomainError("the L_K bound is for heads shared over depth (seed 002 Thm. 8.5's model); "
                           "got per-layer parameters")
@@ -211,7 +211,7 @@ def lipschitz_bound(
     Parameters
     ----------
     samples : list of (N_i, d) arrays
-    params : ntkcheck.dynamics.AttentionParams
+    params : ntkcheck.dynamics.model.AttentionParams
         Heads shared over depth (the centre of the ball; FixUp or not).
     layers : int
         ``L``, Euler layers of step ``T / L``.
@@ -221,7 +221,7 @@ def lipschitz_bound(
         Depth horizon.
     loss : {"readout", "tokens"}
     lambda_max_0 : float, optional
-        :math:`\lambda_{\max}(K(\theta_0))`; computed with :func:`ntkcheck.dynamics.ntk_spectrum`
+        :math:`\lambda_{\max}(K(\theta_0))`; computed with :func:`ntkcheck.dynamics.ntk.ntk_spectrum`
         (plus the rounding margin) when omitted.
 
     Returns
@@ -242,7 +242,7 @@ def lipschitz_bound(
     if not (np.isfinite(radius) and radius >= 0):
         raise DomainError(f"radius must be finite and >= 0, got {radius!r}")
     if lambda_max_0 is None:
-        from .dynamics import ntk_spectrum
+        from .ntk import ntk_spectrum
 
         lam = ntk_spectrum(samples, params, layers=layers, T=T, loss=loss).lambda_max  # type: ignore[arg-type]
         lambda_max_0 = lam + ROUNDING_MARGIN * abs(lam)
@@ -409,7 +409,7 @@ def convergence_certificate(
 ) -> ConvergenceCertificate:
     r"""Whether seed 002 Thm. 8.5 (corrected constants) guarantees linear convergence here.
 
-    Computes :math:`K_0` at ``params`` (:func:`ntkcheck.dynamics.ntk_spectrum`), the
+    Computes :math:`K_0` at ``params`` (:func:`ntkcheck.dynamics.ntk.ntk_spectrum`), the
     initial loss for ``targets``, the certified :math:`L_K` (:func:`lipschitz_bound`) on the
     ball the proof needs, and checks the corrected eq. 30
 
@@ -426,11 +426,11 @@ def convergence_certificate(
     Parameters
     ----------
     samples : list of (N_i, d) arrays
-    params : ntkcheck.dynamics.AttentionParams
+    params : ntkcheck.dynamics.model.AttentionParams
         Heads shared over depth (usually FixUp, ``V = 0``).
     targets : (n, d) array (readout) or list of (N_i, d) arrays (tokens)
     layers, T, loss :
-        The model, as in :func:`ntkcheck.dynamics.gradient_flow`.
+        The model, as in :func:`ntkcheck.dynamics.flow.gradient_flow`.
 
     Returns
     -------
@@ -447,7 +447,8 @@ def convergence_certificate(
     >>> c.certified, bool(c.rate_guaranteed >= c.lambda_0)
     (True, True)
     """
-    from .dynamics import loss_and_grad, ntk_spectrum
+    from .model import loss_and_grad
+    from .ntk import ntk_spectrum
 
     _check_model(samples, params, layers, T, loss)
     spec = ntk_spectrum(samples, params, layers=layers, T=T, loss=loss)  # type: ignore[arg-type]
@@ -477,7 +478,7 @@ def readout_ntk_fixup(samples: Any, Q: np.ndarray, b: np.ndarray, *, T: float = 
 
     Parameters
     ----------
-    samples : list of (N_i, d) arrays or :class:`ntkcheck.families.Empirical` laws
+    samples : list of (N_i, d) arrays or :class:`ntkcheck.cgf.empirical.Empirical` laws
     Q : (H, d, d) array
     b : (H, d) array
     T : float
@@ -488,8 +489,8 @@ def readout_ntk_fixup(samples: Any, Q: np.ndarray, b: np.ndarray, *, T: float = 
 
     References: seed 002 Def. 8.4, Thm. 8.5; ``theory/local-convergence.md``.
     """
-    from .cgf import cgf_gradient
-    from .families import as_laws
+    from ..cgf.core import cgf_gradient
+    from ..cgf import as_laws
 
     laws = as_laws(samples)
     Q, b = np.asarray(Q, dtype=np.float64), np.asarray(b, dtype=np.float64)

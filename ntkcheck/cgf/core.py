@@ -34,8 +34,8 @@ import numpy as np
 from flint import arb, arb_series, ctx, fmpq, fmpq_series
 from scipy.special import logsumexp
 
-from ._validate import as_arguments, as_direction, as_token_set
-from .errors import DomainError, InputError, PrecisionError
+from .._validate import as_arguments, as_direction, as_token_set, to_fmpq, to_fraction
+from ..errors import DomainError, InputError, PrecisionError
 
 __all__ = [
     "normalize_weights",
@@ -55,28 +55,6 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def to_fraction(x: Any) -> Fraction:
-    """The exact rational value of ``x`` (a float is read as the dyadic rational it is)."""
-    if isinstance(x, Fraction):
-        return x
-    if isinstance(x, fmpq):
-        return Fraction(int(x.p), int(x.q))
-    if isinstance(x, (int, np.integer)):
-        return Fraction(int(x))
-    if isinstance(x, str):
-        return Fraction(x)
-    xf = float(x)
-    if not np.isfinite(xf):
-        raise InputError(f"cannot take the exact value of the non-finite number {x!r}")
-    return Fraction(xf)
-
-
-def to_fmpq(x: Any) -> fmpq:
-    """The exact rational value of ``x`` as a FLINT ``fmpq``."""
-    f = to_fraction(x)
-    return fmpq(f.numerator, f.denominator)
 
 
 def normalize_weights(weights: Any, n_atoms: int) -> np.ndarray:

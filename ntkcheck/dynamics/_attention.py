@@ -1,10 +1,11 @@
 r"""The deep attention model on empirical laws: batch, forward pass, adjoint, NTK pieces.
 
-Private to :mod:`ntkcheck.dynamics`, which documents the model and the normalisations.
+Private to :mod:`ntkcheck.dynamics`; :mod:`~ntkcheck.dynamics.model` and :mod:`~ntkcheck.dynamics.flow`
+document the model and the normalisations.
 What lives here and why (derivations in ``theory/flow-numerics.md``):
 
 * **Atoms with masses.** A sample is its empirical law :math:`\mu_i=\sum_a m_a\delta_{x_a}`
-  (:class:`ntkcheck.families.Empirical`). Two copies of one token have the same position
+  (:class:`ntkcheck.cgf.empirical.Empirical`). Two copies of one token have the same position
   at every layer (the model is a function of the token and of the law), so the forward
   pass runs on the distinct atoms, with the masses entering the softmax as log-offsets,
   :math:`\mathrm{softmax}_a(\langle q, x_a\rangle + \log m_a)`, which is exactly the
@@ -35,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import as_token_set
-from .errors import DomainError, InputError
-from .families import Empirical, as_laws
+from .._validate import as_token_set
+from ..errors import DomainError, InputError
+from ..cgf import Empirical, as_laws
 
 #: the dense NTK (rows x parameters of Q and b) is assembled only below this many bytes
 NTK_MEMORY = 1 << 30
@@ -335,7 +336,7 @@ def _loss_grad(batch: _Batch, params: Any, Y: np.ndarray, layers: int, T: float,
 
 
 def _mobility(params: Any, layers: int, T: float) -> float:
-    """Factor m in d theta/ds = -m grad Loss (module docstring of ntkcheck.dynamics)."""
+    """Factor m in d theta/ds = -m grad Loss (module docstring of ntkcheck.dynamics.flow)."""
     return params.heads * layers / T if params.per_layer else float(params.heads)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .families import (
+from ..cgf import (
     Dirac,
     Empirical,
     EmpiricalConvolution,

@@ -1,0 +1,263 @@
+r"""The empirical law of a token sample (:class:`Empirical`), the one sample type of the package.
+
+What lives here: :func:`exact_masses` (token weights as exact rationals),
+:class:`Empirical` (distinct atoms with exact masses) and :func:`as_laws` (token data as
+laws, validated once where data enter).
+
+References: seed 003 §3 (the NTK acts on :math:`L^2(\mu_i)`), theory/ntk-prop8.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .._validate import as_token_set
+from .._validate import rational_direction as _direction
+from ..errors import DomainError, InputError
+from . import core as _cgf
+from ._series import _check_dps, _symbols
+from .base import Family
+
+__all__ = [
+    "Empirical",
+    "as_laws",
+    "exact_masses",
+]
+
+
+def exact_masses(weights: Any, n_tokens: int, name: str = "weights") -> list[Fraction]:
+    """Token weights as exact rationals summing to one.
+
+    ``None`` gives ``1/N`` each. Integers, ``Fraction``, decimal strings (``"0.1"`` is
+    exactly 1/10) and floats (read as the dyadic rationals they are) are accepted; the
+    normalisation is done in rational arithmetic, so ``[2, 3]`` gives exactly 2/5 and 3/5.
+    """
+    if weights is None:
+        return [Fraction(1, n_tokens)] * n_tokens
+    raw = list(weights.reshape(-1)) if isinstance(weights, np.ndarray) else list(weights)
+    if len(raw) != n_tokens:
+        raise InputError(f"{name}: got {len(raw)} weights for {n_tokens} tokens")
+    out: list[Fraction] = []
+    for j, v in enumerate(raw):
+        if isinstance(v, (bool, np.bool_)) or isinstance(v, complex) or np.iscomplexobj(v):
+            raise InputError(f"{name}: weight {j} is {v!r}; weights must be real numbers")
+        try:
+            f = _cgf.to_fraction(v)
+        except (TypeError, ValueError, ZeroDivisionError) as exc:
+            raise InputError(f"{name}: weight {j} is {v!r}, not a finite number ({exc})") from None
+        if f < 0:
+            raise InputError(f"{name}: weight {j} is negative ({v!r}); weights must be non-negative")
+        out.append(f)
+    tot = sum(out, Fraction(0))
+    if tot == 0:
+        raise InputError(f"{name}: all weights are zero")
+    return [v / tot for v in out]
+
+
+@dataclass(frozen=True, eq=False)
+class Empirical(Family):
+    r"""The empirical law :math:`\mu = \sum_j m_j \delta_{x_j}` of a token sample.
+
+    A sample is its law: repeated tokens are merged into one atom whose mass is the sum
+    of theirs (seed 003 §3: the NTK acts on :math:`L^2(\mu_i)`, where two copies of a
+    token are one point). This is the one sample type of the package: built once where
+    data enter (:func:`as_laws`), then taken by the decision engine, the Gram, the
+    cross-check, screening and dynamics without re-validation.
+
+    Parameters
+    ----------
+    atoms : (N, d) float array
+        The tokens (repeats allowed). Complex, boolean, string and object arrays are
+        refused.
+    weights : (N,) sequence, optional
+        Non-negative token weights, default ``1/N`` each; read exactly
+        (:func:`exact_masses`).
+
+    Attributes
+    ----------
+    atoms : (m, d) read-only float array
+        The distinct atoms, in order of first appearance.
+    weights : tuple of Fraction
+        Their exact masses (sum exactly one); zero-mass tokens are dropped.
+    n_tokens : int
+        Number of tokens given.
+    counts : (m,) int array
+        How many given tokens each atom merges.
+
+    Examples
+    --------
+    >>> law = Empirical(np.array([[0.0], [1.0], [0.0], [0.0]]))
+    >>> law.atoms[:, 0].tolist(), [str(m) for m in law.weights], law.n_tokens
+    ([0.0, 1.0], ['3/4', '1/4'], 4)
+    """
+
+    atoms: np.ndarray
+    weights: Any = None
+    n_tokens: int = field(init=False, repr=False, default=0)
+    counts: np.ndarray = field(init=False, repr=False)
+    _w: np.ndarray = field(init=False, repr=False)
+    _proj: dict[tuple[Fraction, ...], list[Fraction]] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        x = as_token_set(self.atoms, "atoms")
+        n_tok = x.shape[0]
+        masses = exact_masses(self.weights, n_tok)
+        keep = [j for j, mj in enumerate(masses) if mj != 0]
+        x = x[keep] + 0.0  # + 0.0 maps -0.0 to 0.0: the two are one point
+        masses = [masses[j] for j in keep]
+        # each row as one opaque byte string: equal bytes <=> equal floats once -0.0 is gone
+        rows = np.ascontiguousarray(x).view(np.dtype((np.void, x.dtype.itemsize * x.shape[1])))
+        _, first, inverse = np.unique(rows.reshape(-1), return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        order = np.argsort(first)  # distinct atoms in order of first appearance
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.shape[0])
+        slot = rank[inverse]
+        m = order.shape[0]
+        counts = np.bincount(slot, minlength=m)
+        if self.weights is None:  # uniform tokens: an atom's mass is its count over N
+            merged = [Fraction(int(c), n_tok) for c in counts]
+        else:
+            merged = [Fraction(0)] * m
+            for j, s in enumerate(slot):
+                merged[int(s)] += masses[j]
+        atoms = np.ascontiguousarray(x[first[order]])
+        atoms.setflags(write=False)  # projections are memoised: the atoms must not change under them
+        counts.setflags(write=False)
+        object.__setattr__(self, "atoms", atoms)
+        object.__setattr__(self, "weights", tuple(merged))
+        object.__setattr__(self, "n_tokens", int(n_tok))
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "_w", np.array([float(v) for v in merged]))
+
+    @property
+    def n_atoms(self) -> int:
+        """Number of distinct atoms."""
+        return int(self.atoms.shape[0])
+
+    @property
+    def masses(self) -> np.ndarray:
+        """The masses as a float64 vector (the nearest doubles of the exact :attr:`weights`)."""
+        return self._w
+
+    @property
+    def max_multiplicity(self) -> int:
+        """Largest number of given tokens merged into one atom."""
+        return int(self.counts.max())
+
+    def projected(self, w: Any) -> list[Fraction]:
+        """Exact projections :math:`\\langle w, x_j\rangle` of the atoms (memoised per direction)."""
+        wf = tuple(_direction(w, self.dim))
+        got = self._proj.get(wf)
+        if got is None:
+            got = _cgf._project_exact(self.atoms, wf)
+            self._proj[wf] = got
+        return got
+
+    @property
+    def dim(self) -> int:
+        return int(self.atoms.shape[1])
+
+    @property
+    def compact(self) -> bool:
+        return True
+
+    @property
+    def quadratic(self) -> bool:
+        # one distinct atom: the CGF is linear
+        return bool(np.all(self.atoms == self.atoms[0]))
+
+    def cgf(self, a: Any) -> Any:
+        return _cgf.log_mgf(self.atoms, a, self._w)
+
+    def cgf_1d_mp(self, t: Any, w: Any, dps: int = 50) -> mpmath.mpf:
+        _check_dps(dps)
+        proj = self.projected(w)
+        with mpmath.workdps(dps + 10):
+            tt = mpmath.mpf(t) if not isinstance(t, Fraction) else mpmath.mpf(t.numerator) / t.denominator
+            s = [tt * (mpmath.mpf(zj.numerator) / zj.denominator) for zj in proj]
+            m = max(s)
+            tot = mpmath.fsum(mpmath.mpf(wj.numerator) / wj.denominator * mpmath.exp(sj - m)
+                              for wj, sj in zip(self.weights, s, strict=True))
+            val = m + mpmath.log(tot)
+        with mpmath.workdps(dps):
+            return +val
+
+    def exact_weights(self) -> list[Fraction]:
+        """The masses of the distinct atoms as exact rationals summing to one."""
+        return list(self.weights)
+
+    def cgf_sympy(self, a: Sequence[sp.Symbol]) -> sp.Expr:
+        syms = _symbols(a, self.dim)
+        terms = []
+        wts = [sp.Rational(v.numerator, v.denominator) for v in self.exact_weights()]
+        for wj, row in zip(wts, self.atoms, strict=True):
+            score = sp.Add(*[sp.Rational(_cgf.to_fraction(float(xk)).numerator, _cgf.to_fraction(float(xk)).denominator) * ak for xk, ak in zip(row, syms, strict=True)])
+            terms.append(wj * sp.exp(score))
+        return sp.log(sp.Add(*terms))
+
+    def taylor_1d(self, w: Any, K: int, *, exact: bool = True, prec: int = 128) -> list[Any]:
+        z = self.projected(w)
+        wts = self.exact_weights()
+        if exact:
+            return _cgf.series_log_mgf_exact(z, wts, K)
+        return _cgf.series_log_mgf_arb(z, wts, K, prec)
+
+    def sample(self, N: int, rng: np.random.Generator) -> np.ndarray:
+        if N < 1:
+            raise DomainError(f"N={N}: need at least one token")
+        idx = rng.choice(self.atoms.shape[0], size=N, p=self._w)
+        return self.atoms[idx].copy()
+
+def as_laws(samples: Any, weights: Sequence[Any] | None = None) -> list[Empirical]:
+    """Token data as a list of :class:`Empirical` laws of one dimension (validated once).
+
+    Parameters
+    ----------
+    samples : (n, N, d) array, or a sequence of (N_i, d) arrays and/or :class:`Empirical`
+        Ragged sample lengths are valid; laws are passed through unchanged.
+    weights : sequence of n weight vectors (or None entries), optional
+
+    Returns
+    -------
+    list of Empirical
+        Repeated tokens merged into atoms with exact masses.
+    """
+    if isinstance(samples, Empirical):
+        samples = [samples]
+    if isinstance(samples, np.ndarray) and samples.dtype != object:
+        if samples.ndim != 3:
+            raise InputError(f"samples: expected shape (n, N, d) or a list of (N_i, d) arrays, got shape {samples.shape}")
+        seq: list[Any] = list(samples)
+    elif isinstance(samples, (Sequence, np.ndarray)) and not isinstance(samples, (str, bytes)):
+        seq = list(samples)
+    else:
+        raise InputError(f"samples: expected a list of (N_i, d) arrays, got {type(samples).__name__}")
+    if not seq:
+        raise InputError("samples: no samples were given (need at least one)")
+    if weights is not None and len(weights) != len(seq):
+        raise InputError(f"weights: got {len(weights)} weight vectors for {len(seq)} samples")
+    out: list[Empirical] = []
+    for i, s in enumerate(seq):
+        if isinstance(s, Empirical):
+            out.append(s)
+            continue
+        wi = None if weights is None else weights[i]
+        try:
+            out.append(Empirical(s, wi))
+        except InputError as exc:  # name the sample: the law's own messages say "atoms" / "weights"
+            msg = str(exc)
+            msg = f"sample {i}" + msg[len("atoms"):] if msg.startswith("atoms") else f"sample {i}: {msg}"
+            raise InputError(msg) from None
+    d0 = out[0].dim
+    for i, law in enumerate(out):
+        if law.dim != d0:
+            raise InputError(f"sample {i} has dimension {law.dim}, the others have {d0}")
+    return out

@@ -1,0 +1,90 @@
+"""Training dynamics: deep multi-head attention trained by gradient flow.
+
+What lives here: the model and its discrete adjoint (``model``), the NTK over all
+parameters (``ntk``), gradient flows with their stopping rule (``flow``), the certified
+Lipschitz bound behind seed 002 Thm. 8.5 (``lipschitz``), one module per experiment
+(``convergence``, ``plateau``, ``sweep``, ``depth``; shared helpers and the
+default data in ``_experiment``), the attention kernels on atoms with masses
+(``_attention``) and the exponential integrator (``_integrate``).
+
+May import: :mod:`ntkcheck.ntk`, :mod:`ntkcheck.io`, :mod:`ntkcheck.cgf` and the base modules.
+"""
+
+from __future__ import annotations
+
+# model
+from .model import AttentionParams as AttentionParams
+from .model import init_params as init_params
+from .model import forward as forward
+from .model import loss_and_grad as loss_and_grad
+
+# ntk
+from .ntk import NTKSpectrum as NTKSpectrum
+from .ntk import ntk_spectrum as ntk_spectrum
+
+# flow
+from .flow import FlowResult as FlowResult
+from .flow import FlowStatus as FlowStatus
+from .flow import FlowTime as FlowTime
+from .flow import flow_time as flow_time
+from .flow import gradient_flow as gradient_flow
+
+# lipschitz
+from .lipschitz import LipschitzBound as LipschitzBound
+from .lipschitz import lipschitz_bound as lipschitz_bound
+from .lipschitz import ConvergenceCertificate as ConvergenceCertificate
+from .lipschitz import convergence_certificate as convergence_certificate
+from .lipschitz import certificate_from_spectrum as certificate_from_spectrum
+from .lipschitz import readout_ntk_fixup as readout_ntk_fixup
+from .lipschitz import ROUNDING_MARGIN as ROUNDING_MARGIN
+
+# _experiment
+from ._experiment import default_samples as default_samples
+from ._experiment import overlap_example as overlap_example
+
+# convergence
+from .convergence import LocalConvergence as LocalConvergence
+from .convergence import local_convergence as local_convergence
+
+# plateau
+from .plateau import KernelPlateau as KernelPlateau
+from .plateau import kernel_plateau as kernel_plateau
+
+# sweep
+from .sweep import EpsSweep as EpsSweep
+from .sweep import eps_sweep as eps_sweep
+
+# depth
+from .depth import DepthConvergence as DepthConvergence
+from .depth import depth_convergence as depth_convergence
+
+__all__ = [
+    'AttentionParams',
+    'init_params',
+    'forward',
+    'loss_and_grad',
+    'NTKSpectrum',
+    'ntk_spectrum',
+    'FlowResult',
+    'FlowStatus',
+    'FlowTime',
+    'flow_time',
+    'gradient_flow',
+    'LipschitzBound',
+    'lipschitz_bound',
+    'ConvergenceCertificate',
+    'convergence_certificate',
+    'certificate_from_spectrum',
+    'readout_ntk_fixup',
+    'ROUNDING_MARGIN',
+    'default_samples',
+    'overlap_example',
+    'LocalConvergence',
+    'local_convergence',
+    'KernelPlateau',
+    'kernel_plateau',
+    'EpsSweep',
+    'eps_sweep',
+    'DepthConvergence',
+    'depth_convergence',
+]

@@ -1,0 +1,192 @@
+r"""Experiment (a): local convergence of gradient flow from FixUp against seed 002 Thm. 8.5.
+
+**Rates.** With :math:`\lambda_0 = \lambda_{\min}(K_{\rho_0})`, the linearised flow gives
+:math:`\mathcal L(s)\approx\frac12|e^{-K_0 s}u_0|^2`, which decays like
+:math:`e^{-2\lambda_0 s}` along the slowest mode. Seed 002 eq. 31,
+:math:`\mathcal L(s)\le e^{-\lambda_0 s}\mathcal L(0)`, is weaker by the factor 2 because
+its proof only keeps :math:`\lambda_{\min}(K_{\rho_s})\ge\lambda_0/2` along the run. The
+measured rate reported here is the one eq. 31 bounds,
+:math:`\min_{s>0} -\log(\mathcal L(s)/\mathcal L(0))/s`; eq. 31 holds on the run iff it is
+:math:`\ge\lambda_0`. The displacement :math:`\big(\frac1H\sum_h|\theta_h(s)-\theta_h(0)|^2\big)^{1/2}`
+(per-layer: :math:`(\frac{T}{LH}\sum_{l,h}|\cdot|^2)^{1/2}`) bounds :math:`W_2(\rho_s,\rho_0)` and
+its speed is exactly :math:`(u^T K u)^{1/2}`, so the proof of Thm. 8.5 applies verbatim. With
+the seed's slip corrected (its step 1 bounds :math:`\lambda_{\max}` by :math:`\Lambda + \lambda_0/(2L_K)`;
+it is :math:`\Lambda + \lambda_0/2`) the bound is
+:math:`W_2 \le 2\sqrt{2\Lambda+\lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0`, valid when
+:math:`\mathcal L(0) \le \lambda_0^4/(16 L_K^2(2\Lambda+\lambda_0))` (corrected eq. 30). A certified
+upper bound on ``L_K`` (:mod:`ntkcheck.dynamics.lipschitz`) decides that condition:
+:attr:`LocalConvergence.certificate`.
+
+References: seed 002 Thm. 8.5 (eqs. 30, 31); seed 003 Thm. 4.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._experiment import _default_params, _fit_slope, _from_weighted, _setup, _targets_from
+from .flow import FlowResult, flow_time, gradient_flow
+from .model import AttentionParams, LossKind
+from ..errors import DomainError
+
+__all__ = [
+    "LocalConvergence",
+    "local_convergence",
+]
+
+
+@dataclass(frozen=True)
+class LocalConvergence:
+    r"""Local convergence of gradient flow from FixUp against seed 002 Thm. 8.5 / seed 003 Thm. 4.
+
+    Attributes
+    ----------
+    lambda_0, lambda_max_0 : extreme NTK eigenvalues at initialisation (``Lambda`` = lambda_max_0)
+    rate_measured : :math:`\min_{s>0} -\log(\mathcal L(s)/\mathcal L(0))/s` over the records; eq. 31
+        holds on the run iff ``rate_measured >= lambda_0`` (``loss* = 0``: the targets are reachable)
+    rate_asymptotic : slope of :math:`-\log\mathcal L` over the second half of the run
+    rate_linearised : ``2 lambda_0``, the slowest decay rate of the loss of the linearised flow
+    eq31_holds : every record satisfies :math:`\mathcal L(s)\le e^{-\lambda_0 s}\mathcal L(0)`
+    linearisation_error : max over records of :math:`|\mathcal L - \mathcal L_{lin}| / \mathcal L_{lin}`,
+        :math:`\mathcal L_{lin}(s) = \frac12|e^{-K_0 s}u_0|^2`
+    displacement_max, displacement_bound : max particle displacement and the Thm. 8.5 bound with
+        the corrected constants, :math:`2\sqrt{2\Lambda+\lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0`
+        (guaranteed only when ``certificate.certified``)
+    lipschitz_lower : :math:`\max_s|\lambda_{\min}(K_s)-\lambda_0|/\mathrm{disp}(s)`, a measured lower
+        bound on ``L_K``: it can refute the corrected eq. 30, never establish it
+    certificate : :class:`ntkcheck.dynamics.lipschitz.ConvergenceCertificate` or None
+        Whether the corrected eq. 30 holds with a certified ``L_K`` and, if so, the guaranteed
+        rate and radius; ``None`` for per-layer heads (the bound covers shared heads).
+    """
+
+    loss_kind: str
+    eps: float
+    heads: int
+    layers: int
+    T: float
+    per_layer: bool
+    lambda_0: float
+    lambda_max_0: float
+    loss_initial: float
+    loss_final: float
+    rate_theorem: float
+    rate_measured: float
+    rate_asymptotic: float
+    rate_linearised: float
+    eq31_holds: bool
+    linearisation_error: float
+    displacement_max: float
+    displacement_bound: float
+    lipschitz_lower: float
+    time_end: float
+    flow: FlowResult = field(repr=False)
+    certificate: Any = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return (f"LocalConvergence({self.loss_kind}, eps={self.eps:g}: lambda_0={self.lambda_0:.4g}, "
+                f"rate_measured={self.rate_measured:.4g} (theorem {self.rate_theorem:.4g}, linearised {self.rate_linearised:.4g}), "
+                f"eq31_holds={self.eq31_holds}, displacement {self.displacement_max:.3g} <= bound {self.displacement_bound:.3g})")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in (
+            "loss_kind", "eps", "heads", "layers", "T", "per_layer", "lambda_0", "lambda_max_0", "loss_initial",
+            "loss_final", "rate_theorem", "rate_measured", "rate_asymptotic", "rate_linearised", "eq31_holds",
+            "linearisation_error", "displacement_max", "displacement_bound", "lipschitz_lower", "time_end")}
+        out["flow"] = self.flow.to_dict()
+        out["certificate"] = None if self.certificate is None else self.certificate.to_dict()
+        return out
+
+
+def local_convergence(
+    samples: Any,
+    *,
+    heads: int = 16,
+    layers: int = 4,
+    T: float = 1.0,
+    eps: float = 1e-2,
+    loss: LossKind = "tokens",
+    per_layer: bool = False,
+    params: AttentionParams | None = None,
+    q_scale: float = 1.0,
+    b_scale: float = 1.0,
+    seed: int = 0,
+    time_end: float | None = None,
+    decades: float = 4.0,
+    n_records: int = 30,
+    track_ntk: bool | int = True,
+    rtol: float = 1e-7,
+    atol: float = 1e-12,
+    method: str = "auto",
+    step: float | None = None,
+    progress: bool | None = None,
+    time_budget: float | None = None,
+) -> LocalConvergence:
+    r"""Experiment (a): targets :math:`y = z_0 + \varepsilon r` near the initial outputs.
+
+    ``r`` is a seeded Gaussian direction normalised to :math:`|W^{1/2} r| = 1`, so
+    :math:`\mathcal L(0) = \varepsilon^2/2` and ``loss* = 0`` whenever the NTK is positive
+    (the outputs can follow any direction to first order). ``time_end`` defaults to the time
+    the slowest linearised mode needs to lose ``decades`` decades of loss,
+    :math:`\text{decades}\cdot\ln 10/(2\lambda_0)`.
+
+    References: seed 002 Thm. 8.5 (eq. 31 and the displacement bound), seed 003 Thm. 4.
+    """
+    if not (np.isfinite(eps) and eps > 0):
+        raise DomainError(f"eps must be finite and > 0, got {eps!r}")
+    if params is None:
+        params = _default_params(samples, heads, layers, per_layer, q_scale, b_scale, seed)
+    st = _setup(samples, params, layers, T, loss)
+    lam0, lamM = float(st.evals[0]), float(st.evals[-1])
+    if lam0 <= 1e-12 * lamM:
+        import warnings
+
+        from ..errors import NtkcheckWarning
+
+        warnings.warn(f"the NTK at initialisation is singular (lambda_min={lam0:.3g}, lambda_max={lamM:.3g}): "
+                      "Thm. 8.5 does not apply; see kernel_plateau", NtkcheckWarning, stacklevel=2)
+    rng = np.random.default_rng(seed + 1)
+    u_dir = rng.standard_normal(len(st.evals))
+    u_dir /= np.linalg.norm(u_dir)
+    # residual z0 - y = -eps r, i.e. u0 = W^{1/2}(z0 - y) = -eps u_dir
+    y = st.z0 + eps * _from_weighted(st, u_dir)
+    if time_end is None:
+        time_end = flow_time(st.evals, decades).time  # finite even for a singular NTK
+    flow = gradient_flow(samples, params, _targets_from(st, y), layers=layers, time_end=time_end, T=T, loss=loss,
+                         n_records=n_records, track_ntk=track_ntk, rtol=rtol, atol=atol, method=method, step=step,
+                         progress=progress, time_budget=time_budget)
+    s = np.array(flow.s)
+    Ls = np.array(flow.loss)
+    L0 = Ls[0]
+    pos = s > 0
+    rates = -np.log(Ls[pos] / L0) / s[pos]
+    rate_measured = float(rates.min())
+    half = s >= s[-1] / 2
+    rate_asym = -_fit_slope(s[half], np.log(Ls[half]))
+    coef = st.coords(-eps * u_dir)
+    L_lin = 0.5 * np.sum((np.exp(-np.outer(s, st.evals)) * coef) ** 2, axis=1)
+    lin_err = float(np.max(np.abs(Ls - L_lin) / L_lin))
+    eq31 = bool(np.all(Ls <= np.exp(-lam0 * s) * L0 * (1 + 1e-9)))
+    disp = np.array(flow.displacement)
+    if track_ntk and np.any(disp > 0):
+        dl = np.abs(np.array(flow.lambda_min) - lam0)
+        seen = (disp > 0) & np.isfinite(dl)  # records where the NTK was computed
+        lip = float(np.max(dl[seen] / disp[seen])) if np.any(seen) else float("nan")
+    else:
+        lip = float("nan")
+    # seed 002 Thm. 8.5 with the corrected constants (theory/local-convergence.md)
+    bound = 2.0 * math.sqrt(2.0 * lamM + lam0) / lam0 * math.sqrt(L0) if lam0 > 0 else float("inf")
+    cert = None
+    if not params.per_layer:
+        from .lipschitz import certificate_from_spectrum
+
+        cert = certificate_from_spectrum(samples, params, layers=int(layers), T=float(T), loss=loss, lambda_min=lam0,
+                                         lambda_max=lamM, loss_initial=float(L0))
+    return LocalConvergence(
+        loss, float(eps), params.heads, int(layers), float(T), params.per_layer, lam0, lamM, float(L0), float(Ls[-1]),
+        lam0, rate_measured, float(rate_asym), 2.0 * lam0, eq31, lin_err, float(disp.max()), bound, lip, float(time_end), flow,
+        cert,
+    )

@@ -1,0 +1,21 @@
+"""Reading user data: token files and (with the ``models`` extra) real models.
+
+What lives here: loaders that turn ``.npy``/``.npz`` files into validated samples and
+empirical laws (``files``), and ``models``, which reads a locally installed
+sentence-embedding model; it is imported on demand (``import ntkcheck.io.models``).
+
+May import: :mod:`ntkcheck.cgf` and the base modules.
+"""
+
+from __future__ import annotations
+
+# files
+from .files import load_samples as load_samples
+from .files import load_laws as load_laws
+from .files import bundled_path as bundled_path
+
+__all__ = [
+    'load_samples',
+    'load_laws',
+    'bundled_path',
+]

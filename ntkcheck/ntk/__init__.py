@@ -1,0 +1,79 @@
+"""The attention NTK at FixUp initialisation (V = 0 on every head).
+
+What lives here: heads and attention features (``features``), the Gram matrix on the
+distinct atoms of each sample and its spectrum (``gram_matrix``) with its Arb certificate
+(``certificate``), the named dependence structures of a data set (``relations``, exact
+helpers in ``_exact``) with the Gram kernel they predict (``structure``), and the
+cross-check of the Gram against the CGF verdict, seed 003 Prop. 8 (``crosscheck``).
+
+May import: :mod:`ntkcheck.independence`, :mod:`ntkcheck.cgf` and the base modules.
+"""
+
+from __future__ import annotations
+
+# features
+from .features import Heads as Heads
+from .features import init_heads as init_heads
+from .features import attention_features as attention_features
+
+# certificate
+from .certificate import GramCertificate as GramCertificate
+from .certificate import gram_matrix_arb as gram_matrix_arb
+from .certificate import certify_lambda_min as certify_lambda_min
+
+# gram_matrix
+from .gram_matrix import GramResult as GramResult
+from .gram_matrix import gram as gram
+from .gram_matrix import SampleSize as SampleSize
+from .gram_matrix import merge_note as merge_note
+from .gram_matrix import RESOLUTION_EIGH as RESOLUTION_EIGH
+from .gram_matrix import RESOLUTION_SVD as RESOLUTION_SVD
+from .gram_matrix import POSITIVE_REL as POSITIVE_REL
+
+# crosscheck
+from .crosscheck import KernelPrediction as KernelPrediction
+from .crosscheck import KernelComparison as KernelComparison
+from .crosscheck import CrosscheckResult as CrosscheckResult
+from .crosscheck import predicted_kernel_vector as predicted_kernel_vector
+from .crosscheck import kernel_residual as kernel_residual
+from .crosscheck import subspace_residual as subspace_residual
+from .crosscheck import crosscheck as crosscheck
+from .crosscheck import KERNEL_RTOL as KERNEL_RTOL
+
+# relations
+from .relations import Relation as Relation
+from .relations import find_relations as find_relations
+
+# structure
+from .structure import DependenceStructure as DependenceStructure
+from .structure import dependence_structure as dependence_structure
+from .structure import kernel_dimension as kernel_dimension
+
+__all__ = [
+    'Heads',
+    'init_heads',
+    'attention_features',
+    'GramCertificate',
+    'gram_matrix_arb',
+    'certify_lambda_min',
+    'GramResult',
+    'gram',
+    'SampleSize',
+    'merge_note',
+    'RESOLUTION_EIGH',
+    'RESOLUTION_SVD',
+    'POSITIVE_REL',
+    'KernelPrediction',
+    'KernelComparison',
+    'CrosscheckResult',
+    'predicted_kernel_vector',
+    'kernel_residual',
+    'subspace_residual',
+    'crosscheck',
+    'KERNEL_RTOL',
+    'Relation',
+    'find_relations',
+    'DependenceStructure',
+    'dependence_structure',
+    'kernel_dimension',
+]
