@@ -45,7 +45,7 @@ def fd_derivatives(f, h: float) -> list[float]:
 
 
 # ----------------------------------------------------------------------------------------
-# Independent references for the decision engine (tests/test_soundness.py).
+# Independent references for the decision engine (tests/independence/test_soundness.py).
 #
 # Everything below is written from the definitions (theory/cgf-independence.md) with Python
 # Fractions and mpmath, from the atoms and masses of each law. It must not call

@@ -53,7 +53,7 @@ def test_entry_point_registers_types_without_importing_strategies(tmp_path: Path
     A throwaway dist-info on sys.path declares the same entry point as pyproject.toml, so
     the test does not depend on how (or whether) the package is installed.
     """
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     dist = tmp_path / "ntkcheck_ep_test-0.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ntkcheck-ep-test\nVersion: 0.0\n")
@@ -88,5 +88,5 @@ def test_importing_strategies_first_is_not_circular():
             "from ntkcheck.cgf import UniformCube; s._hypothesis_setup_hook(); "
             "print(type(st.from_type(UniformCube)).__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[1])
+                         cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr

@@ -1,0 +1,163 @@
+"""The package layout: imports point one way, no module imports itself back through a cycle.
+
+The layers (lowest first) are the ones stated in ``ntkcheck/__init__.py`` and
+``theory/README.md``. Every ``import``/``from ... import`` in the package is read with
+:mod:`ast` (lazy imports inside functions included), resolved to the module it names, and
+checked: a module may import its own subpackage and anything in a lower layer, never a
+higher or a sibling layer; and the import graph has no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "ntkcheck"
+
+#: component -> layer (lowest first). A component is a top-level module or subpackage.
+LAYERS: dict[str, int] = {
+    "errors": 0, "_budget": 0,
+    "_validate": 1,
+    "cgf": 2,
+    "independence": 3,
+    "ntk": 4,
+    "io": 5,
+    "dynamics": 6,
+    "screening": 7,
+    "strategies": 8,
+    "claims": 9,
+    "cli": 10,
+    "__main__": 11,
+}
+#: not part of the import discipline: the root re-exports the public API; data/ holds a script
+EXEMPT_COMPONENTS = {"", "data"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in PKG.rglob("*.py"):
+        rel = p.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_package(mod: str) -> bool:
+    return MODULES[mod].name == "__init__.py"
+
+
+def _imports(mod: str) -> set[str]:
+    """Modules of the package that ``mod`` imports (resolved, lazy imports included)."""
+    tree = ast.parse(MODULES[mod].read_text())
+    pkg = mod if _is_package(mod) else mod.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names if a.name.startswith("ntkcheck")]
+            out.update(n for n in names if n in MODULES)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("ntkcheck"):
+                continue
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                out.add(sub if sub in MODULES else target)
+    out.discard(mod)
+    return {m for m in out if m in MODULES}
+
+
+def _component(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+GRAPH = {m: _imports(m) for m in MODULES}
+
+
+def test_every_component_has_a_layer():
+    """A new module or subpackage must be placed in the layer diagram."""
+    missing = sorted({_component(m) for m in MODULES} - set(LAYERS) - EXEMPT_COMPONENTS)
+    assert not missing, f"components without a layer: {missing}"
+
+
+@pytest.mark.parametrize("mod", sorted(m for m in MODULES if _component(m) not in EXEMPT_COMPONENTS))
+def test_imports_point_down(mod):
+    """A module imports only its own component and lower layers."""
+    src = _component(mod)
+    bad = []
+    for tgt in sorted(GRAPH[mod]):
+        c = _component(tgt)
+        if c == src or c in EXEMPT_COMPONENTS and tgt == "ntkcheck":
+            if c == "" and src != "":
+                bad.append(f"{tgt} (the package root: import the module that defines the name)")
+            continue
+        if LAYERS.get(c, 99) >= LAYERS[src]:
+            bad.append(f"{tgt} (layer {LAYERS.get(c)} >= {LAYERS[src]})")
+    assert not bad, f"{mod} (layer {LAYERS[src]}) imports upward or sideways: {bad}"
+
+
+def test_no_import_cycle():
+    """Tarjan's strongly connected components of the import graph are all single modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            # a package importing its own submodules (re-exports) is not a cycle by itself
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    real = [c for c in cycles if not all(m == c[0] or m.startswith(c[0] + ".") for m in c)]
+    assert not real, f"import cycles: {real}"
+
+
+def test_the_checker_sees_a_planted_cycle_and_an_upward_import():
+    """The checker itself can fail: a planted edge from cgf up to ntk is caught."""
+    planted = dict(GRAPH)
+    planted["ntkcheck.cgf.core"] = GRAPH["ntkcheck.cgf.core"] | {"ntkcheck.ntk"}
+    up = [t for t in planted["ntkcheck.cgf.core"] if LAYERS.get(_component(t), 99) > LAYERS["cgf"]]
+    assert up == ["ntkcheck.ntk"]
+    # and ntk imports cgf, so the planted edge closes a cycle
+    assert any(_component(t) == "cgf" for m in MODULES if _component(m) == "ntk" for t in GRAPH[m])
+
+
+def test_no_module_is_long():
+    """Issue 12: no module over ~600 lines (650 allowed for the tail of a cohesive class)."""
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > 650}
+    assert not long, f"modules over 650 lines: {long}"
