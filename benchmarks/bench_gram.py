@@ -6,8 +6,8 @@ For M token slots (N = 8 tokens a sample, M / 8 samples), d = 8 and 32, H d = 2 
 
   - a plain numpy matmul with the same FLOP count (``H M (4 N d + 2 d^2)``: queries,
     scores, softmax means), timed in the same run (``x mm``; the issue's aim is 3x), and
-  - the honest lower bound ``max(flops / matmul rate, exps / exp rate)`` of MATH.md
-    section 6 (``x bound``): ``M H N`` exponentials, the exp rate measured in this run on
+  - the honest lower bound ``max(flops / matmul rate, exps / exp rate)`` of
+    ``theory/certificates.md``, "The Gram matrix" (``x bound``): ``M H N`` exponentials, the exp rate measured in this run on
     a cache-resident array (numpy's fastest case), best of 3;
 
 * spectrum: what ``gram(method="auto")`` does against ``numpy.linalg.eigvalsh`` on the
@@ -23,7 +23,14 @@ For M token slots (N = 8 tokens a sample, M / 8 samples), d = 8 and 32, H d = 2 
   kernel count) on the screening case of 64 samples x 32 tokens in d = 384, with the first
   32 samples repeated.
 
-Usage: ``python benchmarks/bench_gram.py [--quick | --full] [--rows M:d ...]``. Default: M = 256, 1024, 4096
+* ``--cert``: the certified route (issue 14), ``certify_positive`` (float64 features and
+  Gram with rigorous error bounds, Rump's verified Cholesky), against the float64 spectrum
+  ``gram()`` (features, ``syrk``, ``eigvalsh``) in the same run, at d = 8, N = 8,
+  H d = 2 M, M = 1024 and 4096 (aim: ratio <= 3 at 4096); prints the certified lower bound
+  against the float64 lambda_min. ``--arb``: the Arb route (``certify_lambda_min``) at d = 2,
+  M doubled from 16 until one run takes more than 60 s.
+
+Usage: ``python benchmarks/bench_gram.py [--quick | --full | --cert | --arb] [--rows M:d ...]``. Default: M = 256, 1024, 4096
 (a few minutes); ``--quick``: M <= 1024 (seconds); ``--full`` adds M = 16384 at d = 8
 (F F^T accumulation ~ 9e12 flops and eigvalsh of a 16384 x 16384 matrix: ~11 minutes
 on 2 cores, ~6 GiB). The machine may be shared: times are best-of-3 where cheap, and the
@@ -96,9 +103,18 @@ def main(argv=None) -> None:
     g.add_argument("--full", action="store_true", help="add M = 16384 at d = 8 (~11 min more)")
     ap.add_argument("--rows", nargs="+", metavar="M:d", help="explicit rows instead, e.g. 16384:8")
     ap.add_argument("--laws", action="store_true", help="only the distinct-atom / structure timings")
+    ap.add_argument("--cert", action="store_true", help="only certified route / float64 spectrum (issue 14)")
+    ap.add_argument("--arb", action="store_true", help="only the Arb route's largest M within 60 s at d = 2")
     args = ap.parse_args(argv)
     if args.laws:
         _laws_bench()
+        return
+    if args.cert:
+        _cert_bench([(8, 1024), (8, 4096)] if not args.rows else
+                    [(int(r.split(":")[1]), int(r.split(":")[0])) for r in args.rows])
+        return
+    if args.arb:
+        _arb_bench()
         return
     sizes = [256, 1024] if args.quick else [256, 1024, 4096]
     rows = [(d, M) for d in (8, 32) for M in sizes]
@@ -159,6 +175,45 @@ def main(argv=None) -> None:
           "M > 4096: form s = accumulated F F^T (features included, shared); auto s = Cholesky + Lanczos; "
           "eigh s = eigvalsh of that matrix.\npeak MiB: tracemalloc peak of the auto route (gram(), or form + "
           "Cholesky-Lanczos above 4096).")
+
+
+def _cert_bench(rows) -> None:
+    from ntkcheck.ntk.certificate import certify_positive
+
+    rng = np.random.default_rng(0)
+    print(f"{'M':>6} {'d':>3} {'H':>5} | {'cert s':>7} {'float s':>7} {'ratio':>6} | {'lower bound':>11} "
+          f"{'lmin f64':>10} {'lb/lmin':>7} {'radius':>8} {'method':>16}")
+    for d, M in rows:
+        H = 2 * M // d
+        S = as_laws([rng.standard_normal((N_TOK, d)) / np.sqrt(d) for _ in range(M // N_TOK)])
+        heads = init_heads(H, d, seed=1)
+        reps = 2 if M <= 1024 else 1
+        t_c, cert = _best(lambda: certify_positive(S, heads, arb=False), reps)
+        t_f, res = _best(lambda: gram(S, heads), reps)
+        lb = cert.lower_bound if cert.positive else float("nan")
+        print(f"{M:>6} {d:>3} {H:>5} | {t_c:>7.2f} {t_f:>7.2f} {t_c / t_f:>6.2f} | {lb:>11.4e} "
+              f"{res.lambda_min:>10.4e} {lb / res.lambda_min:>7.3f} {cert.radius:>8.1e} {cert.method:>16}", flush=True)
+        if not cert.positive:
+            print("   ", cert.statement)
+    print("cert s: certify_positive (features, syrk, |F| |F|^T bound, inverse iteration, Cholesky of G - tI); "
+          "float s: gram() (features, syrk, eigvalsh); radius: proved ||G - fl(G)||_2 + Cholesky allowance.")
+
+
+def _arb_bench() -> None:
+    from ntkcheck.ntk.certificate import certify_lambda_min
+
+    rng = np.random.default_rng(0)
+    print(f"{'M':>5} {'d':>2} {'H':>4} | {'arb s':>7} {'bits':>5} {'lower bound':>11}")
+    M = 16
+    while M <= 256:
+        d = 2
+        S = as_laws([rng.standard_normal((N_TOK, d)) / np.sqrt(d) for _ in range(M // N_TOK)])
+        heads = init_heads(2 * M // d, d, seed=1)
+        t, c = _best(lambda: certify_lambda_min(S, heads), 1)
+        print(f"{M:>5} {d:>2} {2 * M // d:>4} | {t:>7.2f} {c.bits:>5} {c.lower_bound or float('nan'):>11.3e}", flush=True)
+        if t > 60:
+            break
+        M *= 2
 
 
 def _laws_bench() -> None:

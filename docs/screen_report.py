@@ -1,0 +1,21 @@
+"""Make docs/screen_report.png, the screening figure of the README tour.
+
+``ntkcheck.screen()`` on the bundled example (no data given), drawn by
+``ntkcheck.plot_report``; the same figure as ``ntkcheck screen --plot FILE.png``.
+Run from the repository root: ``python docs/screen_report.py``.
+"""
+
+from pathlib import Path
+
+import ntkcheck
+from ntkcheck.io.files import bundled_path
+
+
+def main(out: Path = Path(__file__).resolve().parent / "screen_report.png") -> Path:
+    report = ntkcheck.screen()
+    print(report.bottom_line)
+    return ntkcheck.plot_report(report, ntkcheck.load_samples(bundled_path()), out)
+
+
+if __name__ == "__main__":
+    print(main())
