@@ -22,7 +22,7 @@ screening per task, either serially or as ``dask.distributed`` tasks:
   :math:`\lambda_{\min}` over ``(q_scale, b_scale)`` (:meth:`SweepResult.plot`).
 
 Each row reports the NTK Gram's :math:`\lambda_{\min}` at FixUp on the distinct atoms
-(:math:`W^{1/2} K W^{1/2} = F F^T`, seed 003 "A Mean-Field Theory of Transformers" Prop. 5),
+(:math:`W^{1/2} K W^{1/2} = F F^T`, seed 003 "Training Infinitely Deep and Wide Transformers" Prop. 5),
 whether positivity is *certified* (a rigorous Arb lower bound) or only seen in float64,
 and the cross-check against seed 003 Prop. 8. When the samples are dependent (the bundled
 example is), the full Gram has a kernel at every scale; the row then also reports
@@ -291,7 +291,7 @@ def sweep(
     Tasks: every ``(file, H, q_scale, b_scale, seed)`` of the grid; each runs
     :func:`~ntkcheck.screening.screen` with heads :math:`Q_h \sim N(0, q^2)^{d\times d}`,
     :math:`b_h \sim N(0, b^2)^d` (``dist="uniform"``: boxes) and reports the NTK Gram's
-    :math:`\lambda_{\min}` at FixUp (seed 003 "A Mean-Field Theory of Transformers" Prop. 5, 8).
+    :math:`\lambda_{\min}` at FixUp (seed 003 "Training Infinitely Deep and Wide Transformers" Prop. 5, 8).
 
     Parameters
     ----------
