@@ -29,18 +29,18 @@
 # Set `NTKCHECK_NOTEBOOK_SMALL=1` for the small sizes the test suite uses.
 
 # %%
+# First: outside the project's environment this stops with the command to use instead.
+from _nbsetup import SMALL, save  # notebooks/_nbsetup.py
+
+# isort: split
+
+# %%
 from fractions import Fraction
 
-import matplotlib
-import mpmath
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import mpmath
 import numpy as np
-from _nbsetup import FIGURES, SMALL  # noqa: E402  (notebooks/_nbsetup.py)
 
-from ntkcheck.independence.decision import decide
-from ntkcheck.independence.results import Verdict
 from ntkcheck.cgf import (
     Dirac,
     Gaussian,
@@ -49,6 +49,8 @@ from ntkcheck.cgf import (
     Laplace,
     UniformCube,
 )
+from ntkcheck.independence.decision import decide
+from ntkcheck.independence.results import Verdict
 
 W = [1, 0.5]  # the direction along which the 1-D CGFs are drawn (generic for every example)
 I2 = [[1, 0], [0, 1]]
@@ -132,8 +134,7 @@ for ax in list(axes.flat)[len(panels):]:
     ax.axis("off")
 fig.suptitle("Lambda_i^w(t) minus its tangent at 0, w = (1, 1/2)")
 fig.tight_layout()
-fig.savefig(FIGURES / "01_cgfs.png", dpi=120)
-plt.close(fig)
+save(fig, "01_cgfs.png")
 
 # %% [markdown]
 # ## The verdict table
@@ -236,8 +237,7 @@ ax2.set_xlabel("n (uniform radii in [1, 2])")
 ax2.set_ylabel("bits")
 ax2.legend(fontsize=8)
 fig.tight_layout()
-fig.savefig(FIGURES / "01_margins.png", dpi=120)
-plt.close(fig)
+save(fig, "01_margins.png")
 
 # %% [markdown]
 # ## Summary

@@ -26,13 +26,14 @@
 # Set `NTKCHECK_NOTEBOOK_SMALL=1` for the small sizes the test suite uses.
 
 # %%
+# First: outside the project's environment this stops with the command to use instead.
+from _nbsetup import SMALL, save  # notebooks/_nbsetup.py
 
-import matplotlib
+# isort: split
 
-matplotlib.use("Agg")
+# %%
 import matplotlib.pyplot as plt
 import numpy as np
-from _nbsetup import FIGURES, SMALL  # noqa: E402  (notebooks/_nbsetup.py)
 
 from ntkcheck.ntk.crosscheck import crosscheck
 from ntkcheck.ntk.features import init_heads
@@ -60,7 +61,7 @@ cases = {
     "3 random samples": [rng.standard_normal((3, 2)) for _ in range(3)],
 }
 
-# What MATH.md section 3 measured (4000 heads): (CGF verdict, Gram singular?)
+# What the Prop. 8 table of theory/ntk-prop8.md records (4000 heads): (CGF verdict, Gram singular?)
 expected = {
     "product (1 shared atom)": ("dependent", True),
     "product, translated apart": ("dependent", False),
@@ -128,8 +129,7 @@ for ax, (name, r) in zip(axes, results.items()):
 axes[0].set_ylabel("eigenvalue / lambda_max")
 fig.suptitle(f"NTK Gram spectra at FixUp, d = 2, H = {H} heads (red: positivity threshold 1e-12)")
 fig.tight_layout()
-fig.savefig(FIGURES / "02_overlap_spectra.png", dpi=120)
-plt.close(fig)
+save(fig, "02_overlap_spectra.png")
 
 # %% [markdown]
 # ## Summary

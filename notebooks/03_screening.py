@@ -26,21 +26,23 @@
 # Set `NTKCHECK_NOTEBOOK_SMALL=1` for the small sizes the test suite uses.
 
 # %%
+# First: outside the project's environment this stops with the command to use instead.
+from _nbsetup import SMALL, save  # notebooks/_nbsetup.py
+
+# isort: split
+
+# %%
 import tempfile
 import warnings
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-from _nbsetup import FIGURES, SMALL  # noqa: E402  (notebooks/_nbsetup.py)
 
 from ntkcheck.cli import main as ntkcheck_cli
 from ntkcheck.errors import NtkcheckWarning
 from ntkcheck.io.files import bundled_path, load_samples
-from ntkcheck.screening import screen
+from ntkcheck.screening import plot_report, screen
 
 # %% [markdown]
 # ## 1. The bundled dataset
@@ -53,14 +55,21 @@ from ntkcheck.screening import screen
 
 # %%
 bundled = load_samples(bundled_path())
-bundled_report = screen(bundled)
-print(bundled_report.table())
+bundled_report = screen()  # no data: the bundled example, described in the bottom line
+print(bundled_report.table())  # ends with the bottom line: the data, the verdict for training, what next
+
+# %%
+# The same report as a figure: the Gram spectrum, and the CGFs modulo affine functions
+# with the certified dependency drawn in black (zero, as the certificate says).
+fig = plot_report(bundled_report, bundled)
+save(fig, "03_screen_report.png")
 
 # %% [markdown]
 # ## 2. Your own tokens
 #
-# A token file is a `.npy` of shape `(n, N, d)` or a `.npz` with arrays `sample_0`,
-# `sample_1`, ... (ragged allowed). Here: six samples of 3-D tokens of different lengths,
+# A token file is a `.npy` of shape `(n, N, d)`, a `.npz` or `.safetensors` with arrays
+# `sample_0`, `sample_1`, ... (ragged allowed), a `.pt` (with torch) or a `.csv` with
+# columns `sample,token,x0,...` (one row per token). Here: six samples of 3-D tokens of different lengths,
 # drawn from a density — Prop. 10 says they should come out strongly independent.
 # From a shell the same thing is `ntkcheck screen my_tokens.npz` (`--json` for one JSON
 # object, `--plot FILE.png` for the spectrum and the CGF curves).
@@ -92,7 +101,7 @@ print("exit code", exit_code)
 # nearly uniform attention and a Gram that is positive but badly conditioned — at
 # `q_scale = 0.03` too badly for float64 to claim positivity (status "small"; `certify=True`
 # would settle it in Arb). Sharper attention (larger `Q`) helps, especially in small
-# dimension (MATH.md section 6); the `b` scale matters much less.
+# dimension (theory/certificates.md, "The Gram matrix"); the `b` scale matters much less.
 
 # %%
 q_scales = [0.0, 0.1, 0.3, 1.0, 3.0] if SMALL else [0.0, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
@@ -120,8 +129,7 @@ ax.set_ylabel("lambda_min / lambda_max of the Gram")
 ax.set_title("Gram conditioning against the init scales (your tokens)")
 ax.legend(fontsize=8)
 fig.tight_layout()
-fig.savefig(FIGURES / "03_init_scales.png", dpi=120)
-plt.close(fig)
+save(fig, "03_init_scales.png")
 
 # %% [markdown]
 # ## Summary

@@ -34,16 +34,17 @@
 # sizes the test suite uses.
 
 # %%
+# First: outside the project's environment this stops with the command to use instead.
+from _nbsetup import SMALL, save  # notebooks/_nbsetup.py
 
-import matplotlib
+# isort: split
 
-matplotlib.use("Agg")
+# %%
 import matplotlib.pyplot as plt
 import numpy as np
-from _nbsetup import FIGURES, SMALL  # noqa: E402  (notebooks/_nbsetup.py)
 
-from ntkcheck.independence.decision import decide
 from ntkcheck.dynamics import eps_sweep, kernel_plateau, local_convergence
+from ntkcheck.independence.decision import decide
 
 # %% [markdown]
 # ## The data and the model
@@ -90,8 +91,7 @@ ax3.set_xlabel("flow time s")
 ax3.set_title("displacement of the heads")
 ax3.legend(fontsize=7)
 fig.tight_layout()
-fig.savefig(FIGURES / "04_local_convergence.png", dpi=120)
-plt.close(fig)
+save(fig, "04_local_convergence.png")
 
 print(f"eq. 31 holds on every record: {run.eq31_holds}")
 print(f"measured rate / lambda_0 = {run.rate_measured / run.lambda_0:.3f} (eq. 31 needs >= 1)")
@@ -132,8 +132,7 @@ ax.set_xlabel("flow time s")
 ax.set_title(f"dependent with overlap: kernel dimension {plateau.kernel_dim}")
 ax.legend(fontsize=7)
 fig.tight_layout()
-fig.savefig(FIGURES / "04_plateau.png", dpi=120)
-plt.close(fig)
+save(fig, "04_plateau.png")
 
 # %% [markdown]
 # ## 3. Growing the initial loss
@@ -156,8 +155,7 @@ ax.axhline(2.0, color="k", ls=":", lw=0.8, label="linearised (2 lambda_0)")
 ax.set_xlabel("eps (Loss(0) = eps^2 / 2)")
 ax.legend(fontsize=7)
 fig.tight_layout()
-fig.savefig(FIGURES / "04_eps_sweep.png", dpi=120)
-plt.close(fig)
+save(fig, "04_eps_sweep.png")
 
 # %% [markdown]
 # ## Summary

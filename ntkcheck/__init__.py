@@ -23,6 +23,27 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
 
 from __future__ import annotations
 
+__all__ = [
+    # CGFs of token sets
+    "cgf_gradient", "cgf_hessian", "cumulants_1d_exact", "joint_cumulants", "log_mgf",
+    # the seed's sufficient conditions
+    "gap_condition", "vandermonde_condition",
+    # the decision engine
+    "decide", "Decision", "Verdict",
+    # the NTK Gram at FixUp
+    "gram", "GramResult", "Heads", "init_heads",
+    # screening token data
+    "screen", "ScreenReport", "plot_report",
+    # errors
+    "DomainError", "InputError", "NtkcheckError", "NtkcheckWarning", "PrecisionError",
+    # token distributions
+    "Dirac", "Empirical", "EmpiricalConvolution", "Family", "Gaussian", "GaussianConvolution",
+    "GaussianMixture2", "Laplace", "Translation", "UniformCube",
+    # token files
+    "load_samples", "load_laws",
+    "__version__",
+]
+
 # CGFs of token sets
 from .cgf.core import cgf_gradient as cgf_gradient
 from .cgf.core import cgf_hessian as cgf_hessian
@@ -38,6 +59,17 @@ from .independence.conditions import vandermonde_condition as vandermonde_condit
 from .independence.decision import decide as decide
 from .independence.results import Decision as Decision
 from .independence.results import Verdict as Verdict
+
+# the NTK Gram at FixUp (module ``ntkcheck.ntk.gram_matrix``; the function is ``gram``)
+from .ntk.features import Heads as Heads
+from .ntk.features import init_heads as init_heads
+from .ntk.gram_matrix import GramResult as GramResult
+from .ntk.gram_matrix import gram as gram
+
+# screening token data (module ``ntkcheck.screening``; the function is ``screen``)
+from .screening import ScreenReport as ScreenReport
+from .screening import plot_report as plot_report
+from .screening import screen as screen
 
 # errors
 from .errors import DomainError as DomainError
@@ -57,6 +89,12 @@ from .cgf import GaussianMixture2 as GaussianMixture2
 from .cgf import Laplace as Laplace
 from .cgf import Translation as Translation
 from .cgf import UniformCube as UniformCube
+
+# token files
+from .io.files import load_laws as load_laws
 from .io.files import load_samples as load_samples
 
 __version__ = "0.1.0"
+
+# ``from __future__ import annotations`` binds the name ``annotations`` here: not public
+del annotations

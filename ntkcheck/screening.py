@@ -31,12 +31,18 @@ For token sets :math:`X_1, \dots, X_n` and heads drawn from an init spec, the re
   threshold :math:`\lambda_0^4/(16 L_K^2(2\Lambda+\lambda_0))`, which needs targets and a
   certified :math:`L_K` (:func:`ntkcheck.dynamics.lipschitz.convergence_certificate`, ``ntkcheck flow``).
 
-References: seed 003 Prop. 8, seed 002 Thm. 8.5; MATH.md sections 3 and 5.
+The report ends with a bottom line (:attr:`ScreenReport.bottom_line`): what the data is,
+what the verdict means for training, and what to do next.
+
+References: seed 003 Prop. 8, seed 002 Thm. 8.5; ``theory/ntk-prop8.md`` (the Prop. 8
+cross-check and its table of cases), ``theory/local-convergence.md`` (what
+:math:`\lambda_0` buys).
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -44,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from .ntk.crosscheck import CrosscheckResult, crosscheck
-from .independence.results import format_vector
+from .independence.results import format_vector, no_truth_value
 from .errors import InputError
 from .cgf import Empirical, as_laws
 from .ntk.certificate import MAX_CERTIFY_TOKENS, _certify
@@ -53,7 +59,14 @@ from .ntk.gram_matrix import GramResult, gram
 from .ntk.structure import DependenceStructure, dependence_structure
 
 __all__ = ["SampleSummary", "ScreenReport", "screen", "default_head_count", "load_heads", "plot_report",
-           "RATE_CAVEAT"]
+           "RATE_CAVEAT", "BUNDLED_DATA"]
+
+#: What the dataset shipped with the package (``ntkcheck/data/screen_default.npz``) is.
+BUNDLED_DATA = (
+    "the bundled example (ntkcheck/data/screen_default.npz, d = 3): samples 0-3 are random Gaussian "
+    "token sets; samples 4-6 are a planted dependency, sample 6 = {0, u, v, u+v} is the law of X+Y "
+    "for X ~ sample 4 = {0, u} and Y ~ sample 5 = {0, v}, sharing the atom 0"
+)
 
 RATE_CAVEAT = (
     "convention: mean-field depth T (heads of each layer drawn from the same law), per-token loss "
@@ -151,6 +164,79 @@ class ScreenReport:
     lambda_0: float
     rate_caveat: str = RATE_CAVEAT
     notes: tuple[str, ...] = field(default=())
+    source: str | None = None
+
+    # a dataclass is always truthy: ``if screen(...):`` would read a dependent verdict as success
+    __bool__ = no_truth_value
+
+    @property
+    def involved(self) -> tuple[int, ...]:
+        """Samples with a non-zero coefficient in the dependency found (empty when independent)."""
+        return tuple(s.index for s in self.samples if s.coefficient not in ("0", "-"))
+
+    @property
+    def bottom_line(self) -> str:
+        """Three sentences for a reader who skips the table: the data, what the verdict means
+        for training near FixUp initialisation, and what to do next. Certified claims say so;
+        everything else says what was seen."""
+        g, cc = self.gram, self.crosscheck
+        n = len(self.samples)
+        data = (f"Data: {self.source}." if self.source else
+                f"Data: {n} samples, {g.atoms} distinct atoms in d = {g.dim}, screened with H = {g.heads} heads.")
+        if g.rank_deficient_by_size:
+            meaning = (f"Training: nothing can be said yet: with H d = {g.heads * g.dim} < M = {g.atoms} the "
+                       "Gram is singular by rank whatever the data.")
+            nxt = f"Next: rerun with at least {math.ceil(g.atoms / g.dim)} heads (the default draws 4 M / d)."
+            return _paragraphs(data, meaning, nxt)
+        if self.weak.independent:
+            how = ("certified in Arb ball arithmetic" if g.certified_positive else
+                   "seen in float64, not certified" if g.positive else f"not established ({g.status})")
+            meaning = (f"Training: the CGFs are certified weakly independent, so the NTK at FixUp is injective "
+                       f"(seed 003 Prop. 8); the Gram on these heads is positive ({how}), lambda_0 = "
+                       f"{self.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on the "
+                       "per-token loss decays at least at that rate.")
+            nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
+                   "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold)."
+                   if g.positive else
+                   "Next: rerun with certify=True (M <= 256) or more heads before relying on a rate.")
+            return _paragraphs(data, meaning, nxt)
+        if self.weak.dependent:
+            inv = list(self.involved)
+            st = self.structure
+            named = st.lines()[0] if (st is not None and st.lines()) else f"samples {inv} are dependent"
+            if cc.statement == "necessity":
+                k = g.kernel_observed
+                meaning = (f"Training: {named}; the dependency is certified and the samples share atoms, so the "
+                           f"NTK at FixUp has a kernel ({'observed dimension ' + str(k) if k is not None else 'seen'}"
+                           f", cross-check {cc.agreement}): gradient flow cannot move the residual along it near "
+                           "initialisation (a plateau), whatever the targets.")
+            else:
+                meaning = (f"Training: {named} (certified), but Prop. 8 predicts a kernel only when the supports "
+                           f"overlap ({cc.overlap}); the Gram is {g.status_text()}.")
+            comp = self.complement
+            rest = ""
+            if self.complement_indices:
+                seen = "not cross-checked" if comp is None else f"cross-check {comp.agreement}"
+                if comp is not None and comp.gram is not None:
+                    seen += f", Gram {comp.gram.status_text()}"
+                rest = f" Samples {list(self.complement_indices)} alone: {seen}."
+            if cc.statement != "necessity" and g.positive:
+                nxt = ("Next: the NTK is positive on these heads despite the dependency (the converse of Prop. 8 "
+                       "needs overlapping supports): training proceeds as in the independent case; certify the "
+                       f"rate with `ntkcheck flow`.{rest}")
+            else:
+                nxt = (f"Next: remove or change one of samples {inv} (a copy, translate or product of the others "
+                       f"adds no direction to the NTK) and rerun.{rest}")
+            return _paragraphs(data, meaning, nxt)
+        meaning = ("Training: not certified either way: the CGF decision is inconclusive; the Gram is "
+                   f"{g.status_text()} (what was seen, not a proof).")
+        nxt = "Next: call ntkcheck.decide on the samples with a larger time budget or precision, and inspect its trail."
+        return _paragraphs(data, meaning, nxt)
+
+    @property
+    def summary(self) -> str:
+        """Alias of :attr:`bottom_line`."""
+        return self.bottom_line
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -168,6 +254,8 @@ class ScreenReport:
             "lambda_0": self.lambda_0,
             "rate_caveat": self.rate_caveat,
             "notes": list(self.notes),
+            "source": self.source,
+            "bottom_line": self.bottom_line,
         }
 
     @property
@@ -181,7 +269,7 @@ class ScreenReport:
                 f"lambda_0={self.lambda_0:.3g})")
 
     def table(self) -> str:
-        """The human-readable report printed by ``ntkcheck screen``."""
+        """The human-readable report, lines of at most 100 columns, ending with the bottom line."""
         out = [f"{'sample':>6} {'tokens':>6} {'distinct':>8} {'max mult':>8} {'radius':>8}  {'c_i':>6}  mean"]
         for s in self.samples:
             mean = ", ".join(f"{v:+.3f}" for v in s.mean[:4]) + (f", ... ({len(s.mean)} coordinates)"
@@ -208,7 +296,10 @@ class ScreenReport:
         out.append(f"  lambda_max          {g.lambda_max:.6g}")
         out.append(f"  condition           {g.condition:.3g}   (spectrum: {g.method})")
         if g.certified is not None:
-            out.append(f"  certificate         {g.certified!r}")
+            c = g.certified
+            cert_text = (f"lambda_min >= {c.lower_bound:.6g} (Arb ball arithmetic, {c.bits} bits)" if c.positive
+                         else f"Arb: inconclusive up to {c.bits} bits (positivity not claimed)")
+            out.append(f"  certificate         {cert_text}")
         if self.crosscheck.kernel is not None:
             out.append(f"  kernel dimension    {self.crosscheck.kernel.sentence()}")
         out.append("")
@@ -219,10 +310,25 @@ class ScreenReport:
         out.append("")
         out.append(f"NTK lambda_0:         T lambda_min = {self.lambda_0:.4g}  (per-token loss, mean-field depth "
                    f"T = {self.depth_T:g}; loss decays at 2 lambda_0 near FixUp)")
-        out.append(f"  caveat: {self.rate_caveat}")
+        out.extend(textwrap.wrap(f"caveat: {self.rate_caveat}", width=100, initial_indent="  ",
+                                 subsequent_indent="    ", break_on_hyphens=False))
         for n in self.notes + g.notes:
             out.append(f"  note: {n}")
-        return "\n".join(out)
+        out.append("")
+        out.extend(self.bottom_line.splitlines())
+        # every line fits 100 columns: long ones continue under their own indentation + 4
+        wrapped: list[str] = []
+        for line in out:
+            lead = " " * (len(line) - len(line.lstrip(" ")))
+            wrapped.extend(textwrap.wrap(line, width=100, subsequent_indent=lead + "    ", break_on_hyphens=False)
+                           if len(line) > 100 else [line])
+        return "\n".join(wrapped)
+
+
+def _paragraphs(*parts: str, width: int = 100) -> str:
+    """The bottom line's sentences, each wrapped to ``width`` columns (continuations indented)."""
+    return "\n".join(textwrap.fill(p, width=width, subsequent_indent="  ", break_on_hyphens=False)
+                     for p in parts)
 
 
 def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[SampleSummary, ...]:
@@ -238,7 +344,7 @@ def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[Sample
 
 
 def screen(
-    samples: Any,
+    samples: Any = None,
     *,
     heads: int | Heads | None = None,
     q_scale: float = 1.0,
@@ -249,14 +355,16 @@ def screen(
     certify: bool = True,
     max_bits: int = 512,
     progress: bool = False,
+    source: str | None = None,
 ) -> ScreenReport:
     r"""Screen token data at FixUp initialisation.
 
     Parameters
     ----------
-    samples : list of Empirical, list of (N_i, d) float arrays, or (n, N, d) array
+    samples : list of Empirical, list of (N_i, d) float arrays, (n, N, d) array, or None
         Arrays are turned into laws once (:func:`~ntkcheck.cgf.empirical.as_laws`): the Gram,
         the verdicts and the structure report all see distinct atoms with their masses.
+        None screens the bundled example (:data:`BUNDLED_DATA`).
     heads : int, Heads or None
         A head count drawn from the init spec (``q_scale``, ``b_scale``, ``dist``, ``seed``),
         explicit heads, or None for :func:`default_head_count` (``H d >= 4 M``, ``M`` the
@@ -269,6 +377,8 @@ def screen(
     max_bits : int
         Highest Arb precision of that certificate (512 keeps a singular Gram's failed
         attempts near one second; a Gram with relative ``lambda_min`` ~1e-40 needs ~300).
+    source : str or None
+        What the data is, in words, for the report's bottom line (set for the bundled data).
 
     Returns
     -------
@@ -282,7 +392,11 @@ def screen(
     ('dependent', 'agrees', 'agrees')
     """
     from .independence.decision import decide
+    from .io.files import bundled_path, load_samples
 
+    if samples is None:
+        samples = load_samples(bundled_path())
+        source = BUNDLED_DATA if source is None else source
     laws = as_laws(samples)
     if not (isinstance(depth_T, (int, float)) and math.isfinite(depth_T) and depth_T > 0):
         raise InputError(f"depth_T: expected a positive number, got {depth_T!r}")
@@ -337,51 +451,85 @@ def screen(
         depth_T=float(depth_T),
         lambda_0=float(depth_T) * g.lambda_min,
         notes=tuple(notes),
+        source=source,
     )
 
 
-def plot_report(report: ScreenReport, samples: Any, path: str | Path) -> Path:
-    """Write the Gram spectrum (log scale) and each sample's CGF along a direction minus its
-    least-squares affine fit (what independence modulo affine functions is about) to ``path``."""
-    import matplotlib
+def plot_report(report: ScreenReport, samples: Any, path: str | Path | None = None) -> Any:
+    r"""Plot the Gram spectrum and each sample's CGF modulo affine functions.
 
-    matplotlib.use("Agg")
+    Left: the eigenvalues of :math:`W^{1/2} K W^{1/2}` (log scale) with
+    :math:`\lambda_{\max}`, :math:`\lambda_{\min}` and the rounding floor labelled. Right: each
+    sample's :math:`\Lambda_i(t w)` minus its least-squares affine fit in ``t`` (what
+    independence modulo affine functions is about); in the dependent case the samples of
+    the dependency are drawn solid and :math:`\sum_i c_i \Lambda_i(t w) - \text{affine}`, which
+    the certificate says is zero, in black.
+
+    Parameters
+    ----------
+    report : ScreenReport
+    samples : the samples given to :func:`screen`
+    path : str, Path or None
+        Where to save the figure (then it is closed and the path returned); None returns
+        the matplotlib ``Figure`` (shown inline in Jupyter). The backend is never changed.
+    """
     import matplotlib.pyplot as plt
 
     laws = as_laws(samples)
     d = laws[0].dim
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.4))
     g = report.gram
     if g.eigenvalues is not None:
         ev = np.asarray(g.eigenvalues)
         floor = max(g.lambda_max * 1e-35, np.finfo(float).tiny)
-        ax1.semilogy(np.arange(1, ev.size + 1), np.maximum(ev, floor), ".", ms=4)
-    ax1.axhline(g.lambda_max, color="gray", lw=0.6)
-    ax1.axhline(max(g.lambda_min, g.lambda_max * 1e-35), color="red", lw=0.6, label="lambda_min")
+        ax1.semilogy(np.arange(1, ev.size + 1), np.maximum(ev, floor), ".", ms=4, color="C0",
+                     label=f"eigenvalues ({ev.size})")
+    ax1.axhline(g.lambda_max, color="gray", lw=0.8, label="lambda_max")
+    ax1.axhline(max(g.lambda_min, g.lambda_max * 1e-35), color="red", lw=0.8, label="lambda_min")
     if g.floor > 0:
-        ax1.axhline(g.floor, color="orange", lw=0.6, ls="--", label="rounding floor")
+        ax1.axhline(g.floor, color="orange", lw=0.8, ls="--", label=f"rounding floor ({g.method})")
     ax1.set_yscale("log")
-    ax1.set_xlabel("index")
+    ax1.set_xlabel("eigenvalue index (ascending)")
     ax1.set_ylabel("eigenvalue of W^1/2 K W^1/2")
-    ax1.set_title(f"NTK Gram at FixUp (M={g.atoms} atoms, H={g.heads}): {g.status}")
-    ax1.legend(loc="lower right")
+    ax1.set_title(f"NTK Gram at FixUp: {g.status}\nM = {g.atoms} atoms, H = {g.heads} heads, d = {d}", fontsize=10)
+    ax1.legend(loc="lower right", fontsize=8)
     # a generic direction when the strong verdict names none (a coordinate axis can hide a sample)
-    w = (np.asarray([float(v) for v in report.strong.direction], dtype=float) if report.strong.direction
+    certified_w = bool(report.strong.direction)
+    w = (np.asarray([float(v) for v in report.strong.direction], dtype=float) if certified_w
          else np.linspace(1.0, 0.4, d))
     w = w / np.linalg.norm(w)
     R = max(float(np.abs(law.atoms @ w).max()) for law in laws) or 1.0
     t = np.linspace(-4.0 / R, 4.0 / R, 201)
     basis = np.stack([np.ones_like(t), t], axis=1)
+    c = report.weak.null_vector if (report.weak.dependent and report.weak.null_vector is not None) else None
+    involved = set() if c is None else {i for i, ci in enumerate(c) if ci != 0}
+    total = np.zeros_like(t)
     for i, law in enumerate(laws):
         lam = np.asarray(law.cgf(t[:, None] * w[None, :]))
         coef, *_ = np.linalg.lstsq(basis, lam, rcond=None)
-        ax2.plot(t, lam - basis @ coef, lw=1, label=f"sample {i}")
+        resid = lam - basis @ coef
+        if c is not None:
+            total += float(c[i]) * resid
+        faint = c is not None and i not in involved
+        ax2.plot(t, resid, lw=0.8 if faint else 1.4, alpha=0.45 if faint else 1.0,
+                 label=f"sample {i}" + (f" (c = {c[i]})" if i in involved and c is not None else ""))
+    if c is not None:
+        ax2.plot(t, total, color="black", lw=2.2, ls="--",
+                 label="sum_i c_i Lambda_i - affine (certified 0)")
     ax2.set_xlabel("t")
-    ax2.set_ylabel("Lambda_i(t w) - affine fit")
-    ax2.set_title(f"CGFs modulo affine functions, w = {np.round(w, 3).tolist()}")
-    if len(laws) <= 10:
-        ax2.legend(fontsize=7)
+    ax2.set_ylabel("Lambda_i(t w) - affine fit in t")
+    where = "the certified direction" if certified_w else "a generic direction"
+    verdict = f"weak: {report.weak.verdict.value}"
+    ax2.set_title(f"CGFs modulo affine functions ({verdict})\nalong w = {where} (|w| = 1, d = {d})", fontsize=10)
+    handles, labels = ax2.get_legend_handles_labels()
+    if len(laws) > 10:  # keep the dependency and its samples, drop the rest from the legend
+        keep = [k for k, lab in enumerate(labels) if "c =" in lab or "sum_i" in lab]
+        handles, labels = [handles[k] for k in keep], [labels[k] for k in keep]
+    if handles:
+        ax2.legend(handles, labels, fontsize=7, loc="best")
     fig.tight_layout()
+    if path is None:
+        return fig
     out = Path(path)
     try:
         fig.savefig(out, dpi=110)

@@ -35,7 +35,7 @@ CELL_TIMEOUT = 300
 EXPECTED = {
     "01_seed_examples.py": (("all_as_predicted", "margin_decreasing"), ("01_cgfs.png", "01_margins.png")),
     "02_overlap.py": (("table_reproduced",), ("02_overlap_spectra.png",)),
-    "03_screening.py": (("bundled_ok", "user_ok", "q_zero_singular", "q_positive_ok"), ("03_init_scales.png",)),
+    "03_screening.py": (("bundled_ok", "user_ok", "q_zero_singular", "q_positive_ok"), ("03_screen_report.png", "03_init_scales.png")),
     "04_local_convergence.py": (("theorem_ok", "linear_regime", "plateau_seen"),
                                 ("04_local_convergence.png", "04_plateau.png", "04_eps_sweep.png")),
 }
@@ -46,7 +46,7 @@ def test_every_notebook_is_tested():
     assert present == set(EXPECTED), f"notebooks without a test (or tests without a notebook): {present ^ set(EXPECTED)}"
 
 
-def _run(name: str, variables: tuple[str, ...], figure_dir: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+def _run(name: str, variables: tuple[str, ...], figure_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict, list]:
     nb = jupytext.read(NOTEBOOKS / name)
     pairs = ", ".join(f"{v!r}: bool({v})" for v in variables)
     probe = "import json as _json\nprint('VERDICTS=' + _json.dumps({" + pairs + "}))"
@@ -54,7 +54,8 @@ def _run(name: str, variables: tuple[str, ...], figure_dir: Path, monkeypatch: p
     # The kernel inherits this process's environment.
     monkeypatch.setenv("NTKCHECK_NOTEBOOK_SMALL", "1")
     monkeypatch.setenv("NTKCHECK_FIGURE_DIR", str(figure_dir))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    # no MPLBACKEND: the kernel picks matplotlib's inline backend, as in Jupyter
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     client = nbclient.NotebookClient(
         nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
@@ -65,26 +66,51 @@ def _run(name: str, variables: tuple[str, ...], figure_dir: Path, monkeypatch: p
     )
     line = next((ln for ln in text.splitlines() if ln.startswith("VERDICTS=")), None)
     assert line is not None, f"{name}: the final cell printed no verdicts: {text!r}"
-    return json.loads(line[len("VERDICTS="):])
+    return json.loads(line[len("VERDICTS="):]), nb.cells
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_notebook_runs_and_reaches_its_conclusions(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Every notebook runs top to bottom in a kernel, every verdict variable it ends on is
-    True (e.g. 01: every seed example decided as the theory predicts; 02: the MATH.md
-    section 3 table reproduced), and every figure it promises is written."""
+    True (e.g. 01: every seed example decided as the theory predicts; 02: the Prop. 8 table of
+    theory/ntk-prop8.md reproduced), and every figure it promises is written."""
     variables, figures = EXPECTED[name]
-    verdicts = _run(name, variables, tmp_path, monkeypatch)
+    verdicts, cells = _run(name, variables, tmp_path, monkeypatch)
     assert verdicts == dict.fromkeys(variables, True), f"{name}: {verdicts}"
     missing = [f for f in figures if not (tmp_path / f).is_file() or (tmp_path / f).stat().st_size == 0]
     assert not missing, f"{name} did not write {missing}"
+    # in a kernel every figure is also shown inline (issue 13: the notebooks forced Agg and
+    # showed nothing): one image/png display output per figure written
+    outputs = [out for cell in cells if cell.cell_type == "code" for out in cell.get("outputs", [])]
+    images = [out for out in outputs if "image/png" in out.get("data", {})]
+    assert len(images) == len(figures), f"{name}: {len(images)} inline figures, expected {len(figures)}"
+    # and no widget warning from a progress bar (TqdmWarning: IProgress not found)
+    stderr = "".join(out.get("text", "") for out in outputs if out.get("name") == "stderr")
+    assert "IProgress" not in stderr and "TqdmWarning" not in stderr, stderr[:500]
 
 
-@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed")
+def test_script_outside_the_environment_prints_a_hint(tmp_path: Path):
+    """``cd notebooks && python 02_overlap.py`` with an interpreter that cannot import ntkcheck
+    stops at the first cell with the command to use instead (simulated with ``python -E -S``:
+    no site-packages and no PYTHONPATH, so neither numpy nor ntkcheck can be imported)."""
+    res = subprocess.run([sys.executable, "-E", "-S", "02_overlap.py"], cwd=NOTEBOOKS,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Run them with the project's environment" in res.stderr and "02_overlap.py" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def _ruff() -> str | None:
+    """ruff beside this interpreter (the venv's bin/, where the test extra installs it), else on PATH."""
+    here = Path(sys.executable).with_name("ruff")
+    return str(here) if here.is_file() else shutil.which("ruff")
+
+
+@pytest.mark.skipif(_ruff() is None, reason="ruff not installed (it is in the test extra)")
 def test_notebooks_pass_ruff():
     """Notebooks are code (STYLE.md habit 9): they pass the project's ruff settings."""
     res = subprocess.run(
-        [shutil.which("ruff") or "ruff", "check", "--quiet", str(NOTEBOOKS)],
+        [_ruff() or "ruff", "check", "--quiet", str(NOTEBOOKS)],
         cwd=ROOT, capture_output=True, text=True, check=False,
     )
     assert res.returncode == 0, res.stdout + res.stderr

@@ -154,3 +154,46 @@ def test_slug_matches_github_rules():
     assert _slug("The finite-token Gram matrix (how `lambda_min` is computed)") == (
         "the-finite-token-gram-matrix-how-lambda_min-is-computed"
     )
+
+
+# ---------------------------------------------------------------- citations (issue 13)
+
+#: what a user can see: the repository's own files (MATH.md is not one of them)
+_USER_FACING = ("README.md", "pyproject.toml", "theory", "ntkcheck", "notebooks", "benchmarks", "docs", "tests")
+
+
+def _text_files():
+    for top in _USER_FACING:
+        p = ROOT / top
+        files = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
+        for f in files:
+            if f.suffix in (".py", ".md", ".toml", ".txt", ".json") and "__pycache__" not in f.parts:
+                yield f
+
+
+def test_no_reference_to_a_file_outside_the_repository():
+    """Every former "MATH.md section n" reference points to a theory/ page: no file of the
+    repository names MATH.md, which users never see."""
+    this = Path(__file__).resolve()
+    hits = [f"{f.relative_to(ROOT)}:{k}" for f in _text_files() if f.resolve() != this
+            for k, line in enumerate(f.read_text(errors="replace").splitlines(), 1) if "MATH.md" in line]
+    assert hits == []
+
+
+@pytest.mark.parametrize("doc", ["README.md", "theory/README.md"])
+def test_seeds_cited_by_title_and_fixup_defined(doc: str):
+    """The seeds are cited once in full (title; arXiv number where known) where a reader
+    meets them, and FixUp is defined (V = 0, the flow map is the identity)."""
+    text = " ".join((ROOT / doc).read_text().split())
+    assert '"A Mean-Field Theory of Transformers' in text and "seed 002" in text
+    assert '"Training Infinitely Deep and Wide Transformers", arXiv:2605.17660' in text and "seed 003" in text
+    assert "`V` starts at 0" in text or "`V = 0`" in text
+    assert "identity" in text and "arXiv:1901.09321" in text
+
+
+def test_seed_003_is_never_given_seed_002s_title():
+    """Seed 003 is "Training Infinitely Deep and Wide Transformers" (its text has Prop. 8 and
+    FixUp); a docstring that calls it "A Mean-Field Theory of Transformers" cites the wrong paper."""
+    bad = re.compile(r"seed 003\W{0,3}\(?\"?A Mean-Field Theory", re.I)
+    hits = [str(f.relative_to(ROOT)) for f in _text_files() if bad.search(" ".join(f.read_text(errors="replace").split()))]
+    assert hits == []

@@ -1,8 +1,9 @@
 """The ``ntkcheck`` command line: parses arguments, calls the API, prints.
 
 Each subcommand lives in its own module exposing ``register(subparsers)``, which adds
-its parser with ``set_defaults(func=run)``. Errors on bad input (``NtkcheckError``)
-become one line on stderr and exit status 2.
+its parser with ``set_defaults(func=run)`` and an ``exit status:`` epilog
+(:data:`ntkcheck.cli._args.EXIT_CODES`). Errors on bad input (``NtkcheckError``) become one
+line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -13,21 +14,35 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import NtkcheckError
+from ._args import EXIT_BAD_INPUT
 
 #: subcommand modules, in the order they appear in ``ntkcheck --help``
-_COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "flow", "tokens")
+_COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "flow", "tokens", "sweep")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ntkcheck",
         description="Certified checks of NTK injectivity for softmax attention (seed 003 Prop. 8).",
+        epilog="exit status (every command): 0 certified positive / independent / every claim holds; "
+        "1 certified singular / dependent, or a failing claim or cross-check; 3 inconclusive or not "
+        "certified; 2 bad input. Each command's --help says what they mean for it.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in _COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ntkcheck")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        return "unknown (not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except NtkcheckError as exc:
         print(f"ntkcheck {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"ntkcheck {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -64,3 +64,88 @@ def seconds(x: str) -> float:
     if not math.isfinite(v) or v <= 0:
         raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {x!r}")
     return v
+
+
+# ---------------------------------------------------------------------- exit codes
+
+#: exit statuses shared by every subcommand (stated in each ``--help`` and in the README)
+EXIT_OK = 0  # certified positive / independent / every claim holds / the job ran
+EXIT_NEGATIVE = 1  # certified singular / dependent, a failing claim or a disagreeing cross-check
+EXIT_BAD_INPUT = 2  # bad input: one line on stderr (argparse usage errors too)
+EXIT_INCONCLUSIVE = 3  # inconclusive / not certified: the report says what was seen
+
+#: ``--help`` epilog per subcommand: what each exit status means for it
+EXIT_CODES: dict[str, str] = {
+    "decide": "0 independent (certified); 1 dependent (certified); 3 inconclusive; 2 bad input. "
+              "Without PATH and --family (the seed's examples): 0 every verdict certified and as the seed "
+              "says, 1 a verdict disagrees with the seed, 3 some verdict inconclusive.",
+    "screen": "0 NTK Gram certified positive (Arb lower bound) and the Prop. 8 cross-check agrees; "
+              "1 Gram singular, certified by an exact CGF dependency with overlap (Prop. 8), or the "
+              "cross-check disagrees; 3 not certified (positive in float64 only, --no-certify, or no "
+              "prediction); 2 bad input.",
+    "gram": "0 Gram certified positive (--certify, or cheap enough to certify by default); 1 singular by a "
+            "named dependence structure (duplicates, translates, products, Diracs); 3 not certified; "
+            "2 bad input.",
+    "flow": "0 the run ended (certified or not: the report says which); 1 the Thm. 8.5 guarantee is "
+            "certified but the run contradicts it (eq. 31 fails or the displacement exceeds the bound); "
+            "2 bad input.",
+    "claims": "0 every claim holds (known-refuted claims fail as recorded); 1 a claim fails unexpectedly, "
+              "falls short of its minimum of held instances or of its inconclusive budget, or its checker "
+              "raises; 2 bad input.",
+    "tokens": "0 files written; 2 bad input (missing file, no texts, model not installed).",
+}
+
+
+def exit_epilog(verb: str) -> str:
+    """The ``exit status:`` paragraph of ``ntkcheck <verb> --help``."""
+    return f"exit status: {EXIT_CODES[verb]}"
+
+
+def add_progress_options(p: argparse.ArgumentParser, what: str) -> None:
+    """``--progress`` / ``--no-progress``: default on when stderr is a terminal."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help=f"show a progress bar on stderr ({what}; default: on when stderr is a terminal)")
+    g.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+
+
+def progress_enabled(args: argparse.Namespace) -> bool:
+    """``--progress`` / ``--no-progress``, else whether stderr is a terminal (never with --json)."""
+    import sys
+
+    if args.progress is not None:
+        return bool(args.progress)
+    return sys.stderr.isatty() and not getattr(args, "json", False)
+
+
+# ---------------------------------------------------------------------- JSON
+
+#: version of every ``--json`` layout; bumped when a key changes meaning or type
+SCHEMA_VERSION = 1
+
+
+def schema_id(verb: str) -> str:
+    """``"ntkcheck/<verb>/1"``: the ``schema`` key of ``ntkcheck <verb> --json``."""
+    return f"ntkcheck/{verb}/{SCHEMA_VERSION}"
+
+
+def emit_json(verb: str, payload: dict) -> None:
+    """Print ``payload`` as one JSON object whose first key is ``schema``; the shape is
+    described by ``ntkcheck/data/<verb>.schema.json`` (shipped with the package)."""
+    import json
+
+    print(json.dumps({"schema": schema_id(verb), **payload}, allow_nan=True))
+
+
+def load_schema(verb: str) -> dict:
+    """The JSON Schema of ``ntkcheck <verb> --json`` (``ntkcheck/data/<verb>.schema.json``)."""
+    import json
+    from importlib import resources
+
+    return json.loads((resources.files("ntkcheck") / "data" / f"{verb}.schema.json").read_text(encoding="utf-8"))
+
+
+def add_depth_option(p: argparse.ArgumentParser, help: str) -> None:
+    """``--depth-t`` (lower case like every flag); ``--depth-T``, the old spelling, is a hidden alias."""
+    p.add_argument("--depth-t", dest="depth_T", type=positive_float, default=1.0, metavar="T", help=help)
+    p.add_argument("--depth-T", dest="depth_T", type=positive_float, default=1.0, help=argparse.SUPPRESS)

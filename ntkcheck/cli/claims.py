@@ -15,6 +15,15 @@ import sys
 from typing import Any
 
 from ..errors import InputError
+from ._args import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    add_progress_options,
+    emit_json,
+    exit_epilog,
+    progress_enabled,
+)
+from ._text import fit
 
 
 def register(subparsers: Any) -> None:
@@ -23,6 +32,7 @@ def register(subparsers: Any) -> None:
         help="try the seeds' claims on hypothesis-drawn instances",
         description="Run every claim of the registry (ntkcheck.claims) on a budget of instances "
                     "and report held / refuted / inconclusive counts.",
+        epilog=exit_epilog("claims"),
     )
     p.add_argument("--examples", type=int, default=20, metavar="N",
                    help="hypothesis budget per claim (divided by the claim's cost; default 20)")
@@ -31,7 +41,8 @@ def register(subparsers: Any) -> None:
                    help="run only this claim id (repeatable; a trailing '*' matches a prefix)")
     p.add_argument("--list", action="store_true", help="list the claims and their statements, run nothing")
     p.add_argument("--no-shrink", action="store_true", help="report the first counterexample found, unshrunk")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout (schema ntkcheck/claims/1)")
+    add_progress_options(p, "claims run")
     p.set_defaults(func=run)
 
 
@@ -63,23 +74,26 @@ def run(args: argparse.Namespace) -> int:
     ids = _select(args.only)
     if args.list:
         if args.json:
-            print(json.dumps({"claims": [CLAIMS[i].to_dict() for i in ids]}))
+            emit_json("claims", {"claims": [CLAIMS[i].to_dict() for i in ids]})
         else:
-            for i in ids:
-                c = CLAIMS[i]
-                print(f"{c.id}  [{c.reference}, {c.status}]\n    {c.statement}")
-        return 0
+            print(fit(f"{CLAIMS[i].id}  [{CLAIMS[i].reference}, {CLAIMS[i].status}]\n    {CLAIMS[i].statement}"
+                      for i in ids))
+        return EXIT_OK
     reports = []
-    for i in _progress(ids, sys.stderr.isatty() and not args.json):
+    for i in _progress(ids, progress_enabled(args)):
         reports.append(run_claim(CLAIMS[i], examples=args.examples, seed=args.seed, shrink=not args.no_shrink))
     unexpected = [r for r in reports if r.unexpected]
     if args.json:
-        print(json.dumps({"examples": args.examples, "seed": args.seed,
-                          "claims": [r.to_dict() for r in reports],
-                          "unexpected": [r.id for r in unexpected]}))
+        emit_json("claims", {"examples": args.examples, "seed": args.seed,
+                             "claims": [r.to_dict() for r in reports],
+                             "unexpected": [r.id for r in unexpected],
+                             "exit_code": EXIT_NEGATIVE if unexpected else EXIT_OK})
     else:
         _table(reports)
-    return 1 if unexpected else 0
+        print("\n" + (f"exit status 1: {len(unexpected)} claim(s) failed unexpectedly: "
+                      f"{', '.join(r.id for r in unexpected)}" if unexpected else
+                      "exit status 0: every claim holds (known-refuted claims fail as recorded)"))
+    return EXIT_NEGATIVE if unexpected else EXIT_OK
 
 
 def _table(reports: list[Any]) -> None:

@@ -3,20 +3,36 @@
 from __future__ import annotations
 
 import argparse
-import json
 from fractions import Fraction
 from typing import Any
 
-from ..independence import decision as _decision  # decide looked up at call time (mutation tests patch it)
-from ..independence.decision import DEFAULT_TIMEOUT
-from ..independence.results import Decision, format_vector
-from ..errors import InputError
-from ..independence.examples import seed_examples
 from ..cgf import Dirac, Family, Gaussian, GaussianMixture2, Laplace, UniformCube
+from ..errors import InputError
+from ..independence import (
+    decision as _decision,  # decide looked up at call time (mutation tests patch it)
+)
+from ..independence.decision import DEFAULT_TIMEOUT
+from ..independence.examples import seed_examples
 from ..io.files import load_laws
-from ._args import allow_negative_values, seconds
+from ._args import (
+    EXIT_INCONCLUSIVE,
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    allow_negative_values,
+    emit_json,
+    exit_epilog,
+    seconds,
+)
+from ._screen_text import sentence
+from ._text import exact_vector, fit
 
 _FAMILIES = ("uniform-cube", "laplace", "gaussian-mixture", "gaussian", "dirac")
+
+#: the family options and the families that read them (an option without its family is an error)
+_FAMILY_OPTIONS = {"radii": ("uniform-cube",), "scales": ("laplace",), "separations": ("gaussian-mixture",),
+                   "variance": ("gaussian-mixture", "gaussian"), "points": ("dirac", "gaussian"),
+                   "dim": _FAMILIES}
+
 
 
 def register(sub: Any) -> None:
@@ -25,23 +41,37 @@ def register(sub: Any) -> None:
         help="decide weak/strong independence of CGFs modulo affine functions",
         description="Decide whether the CGFs are linearly independent modulo affine functions (seed 003 Def. 6), "
         "with a certificate. With no PATH and no --family: the seed's examples (seed 003 section 3.3).",
+        epilog=exit_epilog("decide"),
     )
-    p.add_argument("path", nargs="?", help="token file: .npy (n, N, d) or .npz (sample_0, sample_1, ... or tokens)")
-    p.add_argument("--family", choices=_FAMILIES, help="a closed-form family instead of a token file")
-    p.add_argument("--radii", help="uniform-cube: radii r_i, comma separated (exact decimals)")
+    p.add_argument("path", nargs="?",
+                   help="token file: .npy (n, N, d) or .npz (sample_0, sample_1, ... or tokens); repeated tokens of "
+                   "a sample are one atom with their mass")
+    p.add_argument("--family", choices=_FAMILIES,
+                   help="a closed-form family instead of a token file (its parameters: --radii, --scales, "
+                   "--separations, --points, --variance)")
+    p.add_argument("--radii", help="uniform-cube: radii r_i > 0, comma separated (exact decimals or fractions)")
     p.add_argument("--scales", help="laplace: covariances s_i * I, comma separated")
     p.add_argument("--separations", help="gaussian-mixture: m_i = sep_i * e_1, comma separated")
-    p.add_argument("--variance", default="1", help="gaussian-mixture, gaussian: covariance variance * I (default 1)")
-    p.add_argument("--points", help="dirac: atoms; gaussian: means. Semicolon-separated vectors, e.g. '0,0;1,2'")
-    p.add_argument("--dim", type=int, default=1, help="dimension d for --family (default 1)")
-    p.add_argument("--property", choices=("weak", "strong"), default="weak")
-    p.add_argument("--direction", help="direction w for the strong property, comma separated")
-    p.add_argument("--method", choices=("auto", "exact", "interval", "float"), default="auto")
-    p.add_argument("--digits", type=int, default=None, help="highest working precision in decimal digits (ladder cap)")
+    p.add_argument("--variance", default=None,
+                   help="gaussian-mixture, gaussian: covariance variance * I (default 1)")
+    p.add_argument("--points", help="dirac: atoms; gaussian: means. Semicolon-separated vectors, e.g. '0,0;1,2' "
+                   "(their length is the dimension)")
+    p.add_argument("--dim", type=int, default=None,
+                   help="dimension d for --family (default: the length of the --points vectors, else 1)")
+    p.add_argument("--property", choices=("weak", "strong"), default="weak",
+                   help="weak: independence modulo affine functions on R^d; strong: along one direction w "
+                   "(seed 003 Def. 6; default weak)")
+    p.add_argument("--direction", help="direction w for the strong property, comma separated (default: searched)")
+    p.add_argument("--method", choices=("auto", "exact", "interval", "float"), default="auto",
+                   help="engine: exact (rational identities and minors), interval (Arb ball bounds), float "
+                   "(evidence only, never certified), auto (cheapest certified first; default auto)")
+    p.add_argument("--digits", type=int, default=None,
+                   help="highest working precision in decimal digits, at least 16 (default: about 1233, i.e. "
+                   "4096 bits, the top of the precision ladder)")
     p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"time budget of each decision (default {DEFAULT_TIMEOUT:g}); when it runs out the verdict is "
                    "inconclusive and says what was tried")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/decide/1)")
     p.set_defaults(func=run)
     allow_negative_values(p)  # --radii -1,2 reaches the radius check
 
@@ -58,8 +88,27 @@ def _numbers(text: str | None, name: str) -> list[Fraction]:
     return vals
 
 
+def _check_family_options(args: argparse.Namespace) -> None:
+    """``--radii 1,2`` without ``--family uniform-cube`` (or with another family) is an error."""
+    for opt, families in _FAMILY_OPTIONS.items():
+        if getattr(args, opt) is None:
+            continue
+        flag = f"--{opt}"
+        if args.family is None:
+            raise InputError(f"{flag} needs --family ({' or '.join(families)})")
+        if args.family not in families:
+            raise InputError(f"{flag} does not apply to --family {args.family} (it is for {', '.join(families)})")
+
+
+def _points(args: argparse.Namespace) -> list[list[Fraction]]:
+    if not args.points:
+        raise InputError("--points is required for this family")
+    return [_numbers(v, "points") for v in args.points.split(";") if v.strip()]
+
+
 def _family_measures(args: argparse.Namespace) -> list[Family]:
-    d = args.dim
+    vecs = _points(args) if args.family in ("gaussian", "dirac") else None
+    d = args.dim if args.dim is not None else (len(vecs[0]) if vecs else 1)
     if d < 1:
         raise InputError(f"--dim must be at least 1, got {d}")
     eye = lambda s: [[s if i == j else 0 for j in range(d)] for i in range(d)]  # noqa: E731
@@ -67,14 +116,12 @@ def _family_measures(args: argparse.Namespace) -> list[Family]:
         return [UniformCube(r, d) for r in _numbers(args.radii, "radii")]
     if args.family == "laplace":
         return [Laplace(eye(s)) for s in _numbers(args.scales, "scales")]
-    var = _numbers(args.variance, "variance")[0]
-    if args.family in ("gaussian", "dirac"):
-        if not args.points:
-            raise InputError("--points is required for this family")
-        vecs = [_numbers(v, "points") for v in args.points.split(";") if v.strip()]
+    var = _numbers(args.variance or "1", "variance")[0]
+    if vecs is not None:
+        what = "--dim is" if args.dim is not None else "vector 0 has"
         for k, v in enumerate(vecs):
             if len(v) != d:
-                raise InputError(f"--points: vector {k} has {len(v)} entries, --dim is {d}")
+                raise InputError(f"--points: vector {k} has {len(v)} entries, {what} {d}")
         return [Dirac(v) for v in vecs] if args.family == "dirac" else [Gaussian(v, eye(var)) for v in vecs]
     return [GaussianMixture2([m] + [0] * (d - 1), eye(var)) for m in _numbers(args.separations, "separations")]
 
@@ -87,13 +134,38 @@ def _max_bits(digits: int | None) -> int:
     return int(digits * 3.3219280948873626) + 1
 
 
-def _row(d: Decision) -> str:
-    null = "" if d.null_vector is None else " c=(" + ", ".join(str(v) for v in d.null_vector) + ")"
-    margin = "-" if d.margin is None else f"{d.margin:.1e}"
-    return f"{d.verdict.value:13s} {d.method:14s} {d.precision:9s} {margin:9s} {d.certificate.kind}{null}"
+def _code(verdict: str) -> int:
+    return {"independent": EXIT_OK, "dependent": EXIT_NEGATIVE}.get(verdict, EXIT_INCONCLUSIVE)
+
+
+def _examples(args: argparse.Namespace, bits: int) -> int:
+    rows = []
+    for ex in seed_examples():
+        dec = _decision.decide(list(ex.measures), ex.property, method=args.method, max_bits=bits, timeout=args.timeout)
+        rows.append((ex, dec))
+    bad = [ex.name for ex, dec in rows if dec.verdict.value not in (ex.expected, "inconclusive")]
+    code = (EXIT_NEGATIVE if bad else
+            EXIT_INCONCLUSIVE if any(dec.verdict.value == "inconclusive" for _, dec in rows) else EXIT_OK)
+    if args.json:
+        emit_json("decide", {"examples": [{**ex.to_dict(), **dec.to_dict(), "agrees": dec.verdict.value == ex.expected}
+                                          for ex, dec in rows], "exit_code": code})
+        return code
+    w = max(len(ex.name) for ex, _ in rows)
+    lines = [f"{'example':<{w}} {'prop':<6} {'expected':<11} {'verdict':<12} method"]
+    for ex, dec in rows:
+        mark = "" if dec.verdict.value in (ex.expected, "inconclusive") else "  DISAGREES"
+        lines.append(f"{ex.name:<{w}} {ex.property:<6} {ex.expected:<11} {dec.verdict.value:<12} {dec.method}{mark}")
+        null = "" if dec.null_vector is None else f", c = {exact_vector(dec.null_vector)}"
+        lines.append(f"    {ex.reference}; certificate {dec.certificate.kind} ({dec.precision}){null}")
+    lines.append("")
+    lines.append(f"{len(rows)} examples of seed 003 section 3.3: "
+                 + (f"DISAGREES with the seed: {', '.join(bad)}" if bad else "every certified verdict agrees with the seed"))
+    print(fit(lines))
+    return code
 
 
 def run(args: argparse.Namespace) -> int:
+    _check_family_options(args)
     direction = None
     if args.direction:
         direction = _numbers(args.direction, "direction")
@@ -101,38 +173,31 @@ def run(args: argparse.Namespace) -> int:
     if args.path and args.family:
         raise InputError("give either a token file or --family, not both")
     if args.path is None and args.family is None:
-        rows = []
-        for ex in seed_examples():
-            dec = _decision.decide(list(ex.measures), ex.property, method=args.method, max_bits=bits, timeout=args.timeout)
-            rows.append((ex, dec))
-        if args.json:
-            print(json.dumps({"examples": [{**ex.to_dict(), **dec.to_dict(), "agrees": dec.verdict.value == ex.expected} for ex, dec in rows]}))
-        else:
-            print(f"{'example':48s} {'reference':32s} {'prop':6s} {'expected':12s} {'verdict':13s} {'method':14s} {'precision':9s} {'margin':9s} certificate")
-            for ex, dec in rows:
-                print(f"{ex.name[:48]:48s} {ex.reference[:32]:32s} {ex.property:6s} {ex.expected:12s} {_row(dec)}")
-            bad = [ex.name for ex, dec in rows if dec.verdict.value not in (ex.expected, "inconclusive")]
-            if bad:
-                print(f"DISAGREES with the seed: {bad}")
-        return 1 if any(dec.verdict.value not in (ex.expected, "inconclusive") for ex, dec in rows) else 0
+        if direction is not None or args.property != "weak":
+            raise InputError("--property and --direction need a token file or --family")
+        return _examples(args, bits)
     measures: list[Any] = _family_measures(args) if args.family else load_laws(args.path)
     dec = _decision.decide(measures, args.property, direction=direction, method=args.method, max_bits=bits,
                  timeout=args.timeout)
+    code = _code(dec.verdict.value)
     if args.json:
-        print(json.dumps(dec.to_dict()))
-        return 0
-    print(f"{len(measures)} measures in dimension {dec.dim}, {args.property} property")
-    print(dec.verdict.sentence(args.property))
-    print(f"verdict    {dec.verdict.value}\nmethod     {dec.method}\nprecision  {dec.precision}")
-    print(f"margin     {'-' if dec.margin is None else f'{dec.margin:.3e}'}")
+        emit_json("decide", {**dec.to_dict(), "exit_code": code})
+        return code
+    lines = [f"{len(measures)} measures in dimension {dec.dim}, {args.property} property",
+             sentence(dec),
+             f"verdict    {dec.verdict.value}", f"method     {dec.method}", f"precision  {dec.precision}",
+             f"margin     {'-' if dec.margin is None else f'{dec.margin:.3e}'}"]
     if dec.direction is not None:
-        print(f"direction  {format_vector(dec.direction)}")
+        lines.append(f"direction  {exact_vector(dec.direction)}")
     if dec.null_vector is not None:
-        print(f"null vector c = {format_vector(dec.null_vector, head=16)}")
+        lines.append(f"null vector c = {exact_vector(dec.null_vector)}")
     if dec.affine is not None:
-        print(f"affine part alpha = ({', '.join(str(v) for v in dec.affine[0])}), beta = {dec.affine[1]}")
+        lines.append(f"affine part alpha = {exact_vector(dec.affine[0])}, beta = {dec.affine[1]}")
     cert = dec.certificate.to_dict()
-    print(f"certificate {cert.get('kind')}: {cert.get('statement', cert.get('suggestion', ''))}")
-    for note in dec.notes:
-        print(f"note: {note}")
-    return 0
+    statement = str(cert.get("statement", cert.get("suggestion", "")))
+    if len(statement) > 300:  # statements may embed a whole vector: the full text is in --json
+        statement = statement[:280] + " ... (full text: --json)"
+    lines.append(f"certificate {cert.get('kind')}: {statement}")
+    lines += [f"note: {note}" for note in dec.notes]
+    print(fit(lines))
+    return code

@@ -10,13 +10,25 @@ line each on stderr.
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
+import io
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import InputError
-from ._args import positive_float, positive_int
+from ._args import (
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    add_depth_option,
+    add_progress_options,
+    emit_json,
+    exit_epilog,
+    positive_float,
+    positive_int,
+)
+from ._text import fit
 
 #: default wall-clock budget of one ``ntkcheck flow`` run (seconds)
 MAX_SECONDS = 50.0
@@ -31,12 +43,15 @@ def register(subparsers: Any) -> None:
         "the displacement against the Thm. 8.5 bound (corrected constants), and whether the corrected eq. 30 "
         "holds with a certified L_K (then the guaranteed rate and radius). Without PATH: the first "
         "four samples of the bundled screen_default.npz.",
+        epilog=exit_epilog("flow"),
     )
-    p.add_argument("path", nargs="?", default=None, help=".npy (n, N, d) or .npz (sample_0, ...) token file")
+    p.add_argument("path", nargs="?", default=None,
+                   help=".npy (n, N, d) or .npz (sample_0, ...) token file (default: the first four samples of the "
+                   "bundled screen_default.npz)")
     p.add_argument("--samples", default=None, help="comma-separated sample indices to use (default: all; bundled: 0,1,2,3)")
     p.add_argument("--heads", type=positive_int, default=16, help="heads per layer H (default 16)")
     p.add_argument("--layers", type=positive_int, default=4, help="Euler layers L (default 4)")
-    p.add_argument("--depth-T", type=positive_float, default=1.0, help="depth horizon T (default 1)")
+    add_depth_option(p, "depth horizon T (default 1)")
     p.add_argument("--per-layer", action="store_true", help="one head set per layer (default: shared over depth)")
     p.add_argument("--loss", choices=("readout", "tokens"), default="readout",
                    help="readout: (1/2) sum_i |y_i - mean(mu_T^i)|^2 (seed 002, default); tokens: per-token targets")
@@ -44,8 +59,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--time", type=positive_float, default=None,
                    help="flow time (default: 4 decades of the slowest linearised mode, 4 ln10 / (2 lambda_0); "
                    "for a singular NTK, of the slowest mode above 1e-10 Lambda)")
-    p.add_argument("--q-scale", type=positive_float, default=1.0, help="std of the Q entries (default 1)")
-    p.add_argument("--b-scale", type=positive_float, default=1.0, help="std of the b entries (default 1)")
+    p.add_argument("--q-scale", type=positive_float, default=1.0,
+                   help="scale of the Q entries: the standard deviation of each (Gaussian) entry of Q_h (default 1)")
+    p.add_argument("--b-scale", type=positive_float, default=1.0,
+                   help="scale of the b entries, as --q-scale (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of heads and target direction (default 0)")
     p.add_argument("--records", type=positive_int, default=20, help="number of records along the run (default 20)")
     p.add_argument("--ntk-records", type=int, default=2, metavar="K",
@@ -69,9 +86,10 @@ def register(subparsers: Any) -> None:
                    "the plateau runs on {0,u}, {0,v}, {0,u,v,u+v}")
     p.add_argument("--mix", type=float, default=0.5,
                    help="plateau: weight of the range part of the residual, in [0, 1) (default 0.5)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--plot", metavar="FILE.png", default=None, help="plot loss, lambda_min and displacement")
-    p.add_argument("--progress", action="store_true", help="progress bar")
+    p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/flow/1)")
+    p.add_argument("--plot", metavar="FILE.png", default=None,
+                   help="plot loss, lambda_min and displacement to this file (default: no plot)")
+    add_progress_options(p, "flow time")
     p.set_defaults(func=run)
 
 
@@ -105,8 +123,8 @@ def _load(args: argparse.Namespace) -> tuple[list[Any], str]:
 def run(args: argparse.Namespace) -> int:
     import warnings
 
-    from ..dynamics.flow import SINGULAR_REL
     from ..dynamics.convergence import local_convergence
+    from ..dynamics.flow import SINGULAR_REL
     from ..errors import NtkcheckWarning
 
     start = time.perf_counter()
@@ -119,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             samples, heads=args.heads, layers=args.layers, T=args.depth_T, eps=args.eps, loss=args.loss,
             per_layer=args.per_layer, q_scale=args.q_scale, b_scale=args.b_scale, seed=args.seed, time_end=args.time,
             n_records=args.records, rtol=args.rtol, atol=args.atol, step=args.step,
-            progress=True if args.progress else None, method=args.method, track_ntk=max(args.ntk_records, 1),
+            progress=args.progress, method=args.method, track_ntk=max(args.ntk_records, 1),
             time_budget=_remaining(args, start),
         )
     _notes(caught, args)
@@ -131,31 +149,56 @@ def run(args: argparse.Namespace) -> int:
               "--experiment plateau to follow the part of the residual in the kernel.", file=sys.stderr)
     if args.plot:
         _plot(res, args.plot)
+    code = _exit_code(res)
     if args.json:
         out = res.to_dict()
         out["data"] = source
-        print(json.dumps(out))
-        return 0
-    print(f"data: {source}")
-    print(f"model: H={res.heads}, L={res.layers}, T={res.T:g}, {'per-layer' if res.per_layer else 'shared'} heads, "
-          f"loss={res.loss_kind}, eps={res.eps:g}, flow time {res.time_end:.4g} ({res.flow.method}, {res.flow.nfev} gradients, "
-          f"{res.flow.wall[-1]:.2f} s)")
-    print(f"NTK at FixUp: lambda_0 = {res.lambda_0:.6g}, Lambda = {res.lambda_max_0:.6g}"
-          + (" (singular: Thm. 8.5 does not apply; see --experiment plateau)" if singular else ""))
-    print(f"run: {_stopped(res.flow)}{res.flow.message}")
-    print(f"loss: {res.loss_initial:.4e} -> {res.loss_final:.4e}")
-    if singular:  # eq. 31 with lambda_0 ~ 0 says nothing: report the measurement only
-        print(f"rate: measured {res.rate_measured:.6g} (min_s -log(L(s)/L0)/s); no theorem rate: the NTK is singular "
-              "and the part of the residual in its kernel need not decay")
-    else:
-        print(f"rate: measured {res.rate_measured:.6g} (min_s -log(L(s)/L0)/s), theorem (eq. 31) {res.rate_theorem:.6g}, "
-              f"linearised 2 lambda_0 = {res.rate_linearised:.6g}; eq. 31 {'holds' if res.eq31_holds else 'FAILS'} on the run")
-    print(f"displacement: max {res.displacement_max:.4g} <= Thm. 8.5 bound 2 sqrt(2 Lambda + lambda_0) Loss(0)^(1/2) / "
-          f"lambda_0 = {res.displacement_bound:.4g}: {'yes' if res.displacement_max <= res.displacement_bound else 'NO'}")
-    _print_certificate(res.certificate)
-    if args.plot:
-        print(f"plot: {args.plot}")
-    return 0
+        out["plot"] = args.plot
+        out["experiment"] = "local"
+        out["exit_code"] = code
+        emit_json("flow", out)
+        return code
+    with _fitted():
+        print(f"data: {source}")
+        print(f"model: H={res.heads}, L={res.layers}, T={res.T:g}, {'per-layer' if res.per_layer else 'shared'} heads, "
+              f"loss={res.loss_kind}, eps={res.eps:g}, flow time {res.time_end:.4g} ({res.flow.method}, {res.flow.nfev} gradients, "
+              f"{res.flow.wall[-1]:.2f} s)")
+        print(f"NTK at FixUp: lambda_0 = {res.lambda_0:.6g}, Lambda = {res.lambda_max_0:.6g}"
+              + (" (singular: Thm. 8.5 does not apply; see --experiment plateau)" if singular else ""))
+        print(f"run: {_stopped(res.flow)}{res.flow.message}")
+        print(f"loss: {res.loss_initial:.4e} -> {res.loss_final:.4e}")
+        if singular:  # eq. 31 with lambda_0 ~ 0 says nothing: report the measurement only
+            print(f"rate: measured {res.rate_measured:.6g} (min_s -log(L(s)/L0)/s); no theorem rate: the NTK is singular "
+                  "and the part of the residual in its kernel need not decay")
+        else:
+            print(f"rate: measured {res.rate_measured:.6g} (min_s -log(L(s)/L0)/s), theorem (eq. 31) {res.rate_theorem:.6g}, "
+                  f"linearised 2 lambda_0 = {res.rate_linearised:.6g}; eq. 31 {'holds' if res.eq31_holds else 'FAILS'} on the run")
+        print(f"displacement: max {res.displacement_max:.4g} <= Thm. 8.5 bound 2 sqrt(2 Lambda + lambda_0) Loss(0)^(1/2) / "
+              f"lambda_0 = {res.displacement_bound:.4g}: {'yes' if res.displacement_max <= res.displacement_bound else 'NO'}")
+        _print_certificate(res.certificate)
+        if args.plot:
+            print(f"plot: {args.plot}")
+    return code
+
+
+@contextlib.contextmanager
+def _fitted() -> Iterator[None]:
+    """Print what the block prints wrapped to 100 columns (:func:`ntkcheck.cli._text.fit`)."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        yield
+    text = buf.getvalue()
+    if text:
+        print(fit(text.rstrip("\n").split("\n")))
+
+
+def _exit_code(res: Any) -> int:
+    """1 when the Thm. 8.5 guarantee is certified but the run contradicts it; 0 otherwise."""
+    cert = res.certificate
+    if cert is not None and cert.certified:
+        if not res.eq31_holds or res.displacement_max > res.displacement_bound:
+            return EXIT_NEGATIVE
+    return EXIT_OK
 
 
 def _print_certificate(cert: Any) -> None:
@@ -212,29 +255,33 @@ def _run_plateau(args: argparse.Namespace, start: float) -> int:
     res = kernel_plateau(samples=samples, heads=args.heads, layers=args.layers, T=args.depth_T, eps=args.eps,
                          mix=args.mix, q_scale=args.q_scale, b_scale=args.b_scale, seed=args.seed, time_end=args.time,
                          n_records=args.records, rtol=args.rtol, atol=args.atol,
-                         progress=True if args.progress else None, time_budget=_remaining(args, start))
+                         progress=args.progress, time_budget=_remaining(args, start))
     if args.plot:
         _plot_plateau(res, args.plot)
     if args.json:
         out = res.to_dict()
         out["data"] = source
-        print(json.dumps(out))
-        return 0
-    print(f"data: {source}")
-    print(f"model: H={args.heads}, L={args.layers}, T={args.depth_T:g}, shared heads, loss=tokens, eps={args.eps:g}, "
-          f"mix={res.mix:g}, flow time {res.time_end:.4g} ({res.flow.method}, {res.flow.nfev} gradients, "
-          f"{res.flow.wall[-1]:.2f} s)")
-    print(f"run: {_stopped(res.flow)}{res.flow.message}")
-    print(f"NTK at FixUp: kernel dimension {res.kernel_dim} (eigenvalues < 1e-10 Lambda; lambda_min = "
-          f"{res.lambda_min_0:.3g}), slowest range rate lambda_+ = {res.lambda_plus:.6g}, Lambda = {res.lambda_max_0:.6g}")
-    print(f"kernel direction: {'given (seed 003 Prop. 8 adjoint)' if res.kernel_source == 'given' else 'computed (slowest eigenvector of K_0)'}")
-    print(f"kernel part of the loss: x{res.kernel_loss_ratio:.6g} over the run (measured rate {res.kernel_rate_measured:.3g}; "
-          f"the range's slowest linear rate would give x{res.predicted_ratio:.3g})")
-    if res.mix > 0:
-        print(f"range part of the loss: x{res.range_loss_ratio:.3g}")
-    if args.plot:
-        print(f"plot: {args.plot}")
-    return 0
+        out["plot"] = args.plot
+        out["experiment"] = "plateau"
+        out["exit_code"] = EXIT_OK
+        emit_json("flow", out)
+        return EXIT_OK
+    with _fitted():
+        print(f"data: {source}")
+        print(f"model: H={args.heads}, L={args.layers}, T={args.depth_T:g}, shared heads, loss=tokens, eps={args.eps:g}, "
+              f"mix={res.mix:g}, flow time {res.time_end:.4g} ({res.flow.method}, {res.flow.nfev} gradients, "
+              f"{res.flow.wall[-1]:.2f} s)")
+        print(f"run: {_stopped(res.flow)}{res.flow.message}")
+        print(f"NTK at FixUp: kernel dimension {res.kernel_dim} (eigenvalues < 1e-10 Lambda; lambda_min = "
+              f"{res.lambda_min_0:.3g}), slowest range rate lambda_+ = {res.lambda_plus:.6g}, Lambda = {res.lambda_max_0:.6g}")
+        print(f"kernel direction: {'given (seed 003 Prop. 8 adjoint)' if res.kernel_source == 'given' else 'computed (slowest eigenvector of K_0)'}")
+        print(f"kernel part of the loss: x{res.kernel_loss_ratio:.6g} over the run (measured rate {res.kernel_rate_measured:.3g}; "
+              f"the range's slowest linear rate would give x{res.predicted_ratio:.3g})")
+        if res.mix > 0:
+            print(f"range part of the loss: x{res.range_loss_ratio:.3g}")
+        if args.plot:
+            print(f"plot: {args.plot}")
+    return EXIT_OK
 
 
 def _plot_plateau(res: Any, path: str) -> None:

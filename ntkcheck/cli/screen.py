@@ -1,52 +1,78 @@
-"""``ntkcheck screen [PATH]`` and ``ntkcheck gram PATH``: initialisation screening and the NTK Gram.
+"""``ntkcheck screen [PATH]`` and ``ntkcheck gram [PATH]``: initialisation screening and the NTK Gram.
 
 Both parse, turn the token file into empirical laws once (repeated tokens of a sample
 become one atom with their mass), call :func:`ntkcheck.screening.screen` /
 :func:`ntkcheck.ntk.gram_matrix.gram` (with the dependence structure of
-:func:`ntkcheck.ntk.structure.dependence_structure`), and print a table or (``--json``)
-exactly one JSON object.
+:func:`ntkcheck.ntk.structure.dependence_structure`), and print a report that fits 100
+columns (:mod:`ntkcheck.cli._screen_text`) or (``--json``) exactly one JSON object of
+schema ``ntkcheck/screen/1`` / ``ntkcheck/gram/1``. The exit status says whether the Gram
+is certified positive (0), certified singular (1) or not certified (3).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from dataclasses import replace
 from typing import Any
 
-from ..errors import InputError
 from ..cgf import as_laws
+from ..errors import InputError
 from ..io.files import bundled_path, load_samples
-from ._args import nonnegative_float, positive_int
+from ._args import (
+    EXIT_INCONCLUSIVE,
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    add_depth_option,
+    add_progress_options,
+    emit_json,
+    exit_epilog,
+    nonnegative_float,
+    positive_int,
+)
+from ._screen_text import BUNDLED, gram_lines, heads_json, screen_lines, screen_outcome, structured
+from ._text import fit
+
+_PATH_HELP = (".npy (n, N, d) or .npz (sample_0, sample_1, ...) token file (default: the bundled example, "
+              "screen_default.npz: 4 random samples and a product triple that makes the Gram singular)")
 
 
 def _head_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", nargs="?", default=None, help=_PATH_HELP)
     p.add_argument("--heads", type=positive_int, default=None,
                    help="number of heads H (default: ceil(4 M / d), so that H d >= 4 M; M = distinct atoms "
                    "summed over the samples)")
-    p.add_argument("--q-scale", type=nonnegative_float, default=1.0, help="scale of the Q entries (default 1)")
-    p.add_argument("--b-scale", type=nonnegative_float, default=1.0, help="scale of the b entries (default 1)")
-    p.add_argument("--dist", choices=("gaussian", "uniform"), default="gaussian", help="head init law")
+    p.add_argument("--q-scale", type=nonnegative_float, default=1.0,
+                   help="scale of the Q entries: the standard deviation (--dist gaussian) or half-width "
+                   "(--dist uniform) of each entry of Q_h (default 1)")
+    p.add_argument("--b-scale", type=nonnegative_float, default=1.0,
+                   help="scale of the b entries, as --q-scale (default 1)")
+    p.add_argument("--dist", choices=("gaussian", "uniform"), default="gaussian",
+                   help="law of the head entries at initialisation (default gaussian)")
     p.add_argument("--seed", type=int, default=0, help="seed of the head initialisation (default 0)")
     p.add_argument("--heads-file", metavar="FILE.npz", default=None,
-                   help="explicit heads: arrays Q (H, d, d) and b (H, d); overrides --heads and the scales")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--progress", action="store_true", help="progress bar on long feature builds")
+                   help="explicit heads: arrays Q (H, d, d) and b (H, d), the score of token x against y being "
+                   "<x, Q_h y + b_h>; from a trained layer Q_h = W_K^T W_Q / sqrt(d_h), b_h = W_K^T b_Q / "
+                   "sqrt(d_h) (ntkcheck tokens --heads-out writes them); overrides --heads, --dist and the scales")
+    p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/<command>/1)")
+    add_progress_options(p, "Gram features, atoms x heads")
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "screen",
         help="screen token data at FixUp: CGF verdicts, NTK Gram, cross-check, NTK lambda_0",
-        description="Screen token samples at FixUp initialisation (seed 003 Prop. 8, seed 002 Thm. 8.5). "
-        "Without PATH, screens the bundled example dataset.",
+        description="Screen token samples at FixUp initialisation (seed 003 Prop. 8, seed 002 Thm. 8.5): "
+        "the CGF verdicts, the NTK Gram spectrum and its certificate, the Prop. 8 cross-check and what it "
+        "means for training. Without PATH, screens the bundled example dataset.",
+        epilog=exit_epilog("screen"),
     )
-    p.add_argument("path", nargs="?", default=None, help=".npy (n, N, d) or .npz (sample_0, ...) token file")
     _head_options(p)
-    p.add_argument("--depth-T", type=float, default=1.0, help="model depth T (the NTK scales by T; default 1)")
-    p.add_argument("--plot", metavar="FILE.png", default=None, help="write the Gram spectrum and CGF plot")
-    p.add_argument("--no-certify", action="store_true", help="skip the Arb certificate of the Gram")
+    add_depth_option(p, "model depth T (the NTK scales by T; default 1)")
+    p.add_argument("--plot", metavar="FILE.png", default=None,
+                   help="write the Gram spectrum and CGF plot to this file (default: no plot)")
+    p.add_argument("--no-certify", action="store_true",
+                   help="skip the Arb certificate of the Gram (faster; the exit status is then 3 at best)")
     p.add_argument("--thm85", action="store_true",
                    help="also give the rate of seed 002 Thm. 8.5: lambda_min of the readout-loss NTK with heads "
                    "shared over depth T (T^2 G_r); guaranteed only below the corrected eq. 30 (see ntkcheck flow)")
@@ -57,16 +83,23 @@ def register(subparsers: Any) -> None:
         help="the attention NTK Gram at FixUp: lambda_min, lambda_max, condition",
         description="Spectrum of the NTK Gram W^1/2 K W^1/2 = F F^T at FixUp on the samples' distinct atoms "
         "(weights: their masses), the dependence structure (duplicates, translates, products, Diracs) and the "
-        "kernel dimension it predicts beside the eigenvalues observed at the rounding floor.",
+        "kernel dimension it predicts beside the eigenvalues observed at the rounding floor. Without PATH, "
+        "the bundled example dataset.",
+        epilog=exit_epilog("gram"),
     )
-    g.add_argument("path", help=".npy (n, N, d) or .npz (sample_0, ...) token file")
     _head_options(g)
     g.add_argument("--certify", action="store_true",
                    help="rigorous lower bound on lambda_min in Arb (M <= 256 distinct atoms); without it a "
-                   "positive Gram is only seen in float64")
+                   "positive Gram is only seen in float64 (exit status 3)")
     g.add_argument("--no-structure", action="store_true",
                    help="skip the dependence structure and the predicted kernel dimension")
     g.set_defaults(func=run_gram)
+
+
+def _path(args: argparse.Namespace) -> tuple[Any, str]:
+    if args.path is not None:
+        return args.path, str(args.path)
+    return bundled_path("screen_default.npz"), f"{bundled_path('screen_default.npz')} ({BUNDLED})"
 
 
 def _heads_for(args: argparse.Namespace, laws: list) -> Any:
@@ -86,35 +119,31 @@ def _heads_for(args: argparse.Namespace, laws: list) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from ..screening import plot_report, screen
+    from ._args import progress_enabled
 
-    path = args.path if args.path is not None else bundled_path("screen_default.npz")
+    path, label = _path(args)
     samples = as_laws(load_samples(path))
     if not (math.isfinite(args.depth_T) and args.depth_T > 0):
-        raise InputError(f"--depth-T: expected a positive number, got {args.depth_T}")
+        raise InputError(f"--depth-t: expected a positive number, got {args.depth_T}")
     # explicit heads from a file; otherwise let screen() draw them so the report names the init spec
     heads = _heads_for(args, samples) if args.heads_file is not None else args.heads
     report = screen(samples, heads=heads, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed,
-                    depth_T=args.depth_T, certify=not args.no_certify, progress=args.progress)
+                    depth_T=args.depth_T, certify=not args.no_certify, progress=progress_enabled(args))
     if args.plot:
         plot_report(report, samples, args.plot)
     thm85 = _thm85(args, samples) if args.thm85 else None
+    code, bottom, step = screen_outcome(report, certify=not args.no_certify)
     if args.json:
-        d = report.to_dict()
+        d = structured(report.to_dict())
+        d["heads"] = heads_json(args, report.gram.heads)
         d["path"] = str(path)
         d["plot"] = args.plot
-        if thm85 is not None:
-            d["thm85"] = thm85
-        print(json.dumps(d))
-    else:
-        print(f"ntkcheck screen: {path}")
-        print(report.table())
-        if thm85 is not None:
-            print(f"Thm. 8.5 rate:        lambda_0 = T^2 lambda_min(G_r) = {thm85['lambda_0']:.4g}, Lambda = "
-                  f"{thm85['lambda_max_0']:.4g}  (readout loss, heads shared over depth T = {args.depth_T:g})")
-            print(f"  {thm85['caveat']}")
-        if args.plot:
-            print(f"plot written to {args.plot}")
-    return 0
+        d["thm85"] = thm85
+        d["outcome"] = {"exit_code": code, "bottom_line": bottom, "next_step": step}
+        emit_json("screen", d)
+        return code
+    print(fit(screen_lines(report, label, thm85=thm85, plot=args.plot, bottom=bottom, step=step)))
+    return code
 
 
 def _thm85(args: argparse.Namespace, laws: list) -> dict[str, Any]:
@@ -136,10 +165,12 @@ def run_gram(args: argparse.Namespace) -> int:
     from ..ntk.features import _features
     from ..ntk.gram_matrix import gram
     from ..ntk.structure import dependence_structure
+    from ._args import progress_enabled
 
-    laws = as_laws(load_samples(args.path))
+    path, label = _path(args)
+    laws = as_laws(load_samples(path))
     heads = _heads_for(args, laws)
-    res = gram(laws, heads, certify=args.certify, progress=args.progress)
+    res = gram(laws, heads, certify=args.certify, progress=progress_enabled(args))
     if args.certify and res.positive and res.certified is None and res.atoms <= MAX_CERTIFY_TOKENS:
         # float64 saw it positive: --certify asks for the rigorous lower bound as well
         cert = _certify(laws, heads)
@@ -151,28 +182,20 @@ def run_gram(args: argparse.Namespace) -> int:
         sub = (None if st.kernel_basis is None else
                subspace_residual(_features(laws, heads), st.kernel_basis, math.sqrt(res.lambda_max)))
         kc = KernelComparison.of(st, res, sub)
+    if res.certified_positive:
+        code = EXIT_OK
+    elif st is not None and st.predicted_kernel > 0 and not res.positive:
+        code = EXIT_NEGATIVE
+    else:
+        code = EXIT_INCONCLUSIVE
     if args.json:
-        d = res.to_dict()
+        d = structured(res.to_dict())
+        d["init"] = heads_json(args, res.heads)  # "heads" stays the count H, as in screen's "gram"
+        d["path"] = str(path)
         d["structure"] = None if st is None else st.to_dict()
         d["kernel"] = None if kc is None else kc.to_dict()
-        print(json.dumps(d))
-        return 0
-    print(f"NTK Gram at FixUp for {args.path}")
-    print(f"  size M               {res.atoms} distinct atoms ({res.tokens} tokens)")
-    print(f"  heads H, dim d       {res.heads}, {res.dim}")
-    print(f"  lambda_min           {res.lambda_min:.6g}   (relative {res.relative_lambda_min:.3g})")
-    print(f"  lambda_max           {res.lambda_max:.6g}")
-    print(f"  condition            {res.condition:.3g}")
-    print(f"  status               {res.status_text()}   (spectrum: {res.method})")
-    if res.certified is not None:
-        print(f"  certificate          {res.certified!r}")
-    if st is not None and kc is not None:
-        lines = st.lines() or ["none named"]
-        print(f"  structure            {lines[0]}")
-        for line in lines[1:]:
-            print(f"                       {line}")
-        print(f"  kernel dimension     {kc.sentence()}")
-        print(f"                       ({'exact' if st.exact else 'lower bound'}: {st.certificate})")
-    for n in res.notes:
-        print(f"  note: {n}")
-    return 0
+        d["outcome"] = {"exit_code": code}
+        emit_json("gram", d)
+        return code
+    print(fit(gram_lines(res, st, kc, label)))
+    return code

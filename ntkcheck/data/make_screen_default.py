@@ -4,7 +4,7 @@ Samples 0-3: random token sets (6-8 i.i.d. Gaussian tokens in d = 3, seed 2024, 
 to multiples of 1/64 so the file's values are short exact dyadics). Their CGFs are
 weakly independent (seed 003 Prop. 10: almost surely).
 
-Samples 4-6: the product construction of MATH.md section 3, table row 1, in d = 3:
+Samples 4-6: the product construction of row 1 of the Prop. 8 table in theory/ntk-prop8.md, in d = 3:
 mu_4 = {0, u}, mu_5 = {0, v}, mu_6 = {0, u, v, u + v} = mu_4 * mu_5, so
 Lambda_6 = Lambda_4 + Lambda_5 (dependent, alpha = 0) and the three samples share the
 atom 0: condition (34) holds and the NTK Gram is singular (seed 003 Prop. 8).

@@ -42,7 +42,7 @@ def default_samples(seed: int = 0) -> tuple[list[np.ndarray], str]:
 
 
 def overlap_example(u: Sequence[float] = (2.0, 0.5), v: Sequence[float] = (-1.0, 2.0)) -> tuple[list[np.ndarray], np.ndarray]:
-    r"""MATH.md section 3, row 1: :math:`\{0,u\}, \{0,v\}, \{0,u,v,u+v\}` in ``d = 2``.
+    r"""Row 1 of the Prop. 8 table in ``theory/ntk-prop8.md``: :math:`\{0,u\}, \{0,v\}, \{0,u,v,u+v\}` in ``d = 2``.
 
     :math:`\Lambda_3 = \Lambda_1 + \Lambda_2` (dependent, ``c = (1, 1, -1)``, ``alpha = 0``) and
     the three samples share the atom 0, so (seed 003 Prop. 8, condition (34)) the adjoint

@@ -1,6 +1,6 @@
 r"""Gradient flow of the attention model over all parameters, with its stopping rule.
 
-**Gradient flow** (MATH.md section 5): :math:`d\theta_h/ds = -m\,\nabla_{\theta_h}\mathcal L` with
+**Gradient flow** (``theory/local-convergence.md``): :math:`d\theta_h/ds = -m\,\nabla_{\theta_h}\mathcal L` with
 mobility :math:`m = H` (shared heads: the mean-field Wasserstein flow of
 :math:`\rho = \frac1H\sum_h\delta_{\theta_h}`) or :math:`m = HL/T` (per-layer heads: the flow
 of :math:`\rho_t` in :math:`L^2(dt)` over depth, each layer a slab of mass :math:`\tau`).
@@ -14,7 +14,7 @@ Writing :math:`u = W^{1/2}(z - y)` (so :math:`\mathcal L = |u|^2/2`) and
 
 ``K`` is the NTK of seed 002 Def. 8.4 in these normalisations. At FixUp (``V = 0``)
 only the ``V`` directions survive and, with :math:`G = W_N^{1/2}\mathcal K W_N^{1/2}` the
-Gram of MATH.md section 3 (:math:`w_{ij} = 1/N_i`, ``ntkcheck.ntk.gram_matrix``):
+Gram of ``theory/ntk-prop8.md`` (:math:`w_{ij} = 1/N_i`, ``ntkcheck.ntk.gram_matrix``):
 
 * tokens, shared heads: :math:`K = \frac{T^2}{n} G\otimes I_d`; per-layer: :math:`\frac{T}{n} G\otimes I_d`;
 * readout, shared heads: :math:`K = T^2 (A\mathcal K A^T)\otimes I_d` with :math:`A` the
@@ -30,7 +30,7 @@ part is that NTK (exact on the linearised flow, so not limited by
 :math:`\lambda_{\max}/\lambda_{\min}`), and every run ends: at its flow time (finite
 even for a singular NTK, :func:`flow_time`), at a target loss, or at a wall-clock budget.
 
-References: MATH.md section 5; seed 002 eq. 13, Def. 8.4; seed 003 Thm. 4.
+References: ``theory/local-convergence.md``; seed 002 eq. 13, Def. 8.4; seed 003 Thm. 4.
 """
 
 from __future__ import annotations
@@ -176,7 +176,12 @@ class FlowResult:
 
 def _progress(total: float, enabled: bool | None, desc: str):
     """A tqdm bar over flow time on stderr: on when ``enabled``, else only on a terminal."""
-    from tqdm.auto import tqdm
+    import importlib.util
+
+    if importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm
+    else:  # tqdm.auto in a notebook without ipywidgets warns "IProgress not found": plain bar
+        from tqdm import tqdm
 
     disable = (not sys.stderr.isatty()) if enabled is None else (not enabled)
     if desc != "gradient flow":
@@ -244,7 +249,7 @@ def gradient_flow(
     token move together); token targets are averaged over copies and their spread is
     reported as ``loss_floor``.
 
-    References: MATH.md section 5; seed 002 eq. 13 with beta = 0; seed 003 Thm. 4.
+    References: ``theory/local-convergence.md``; seed 002 eq. 13 with beta = 0; seed 003 Thm. 4.
     """
     from . import _integrate
 

@@ -1,6 +1,6 @@
 r"""Deep multi-head attention: parameters, forward pass, losses and the discrete adjoint.
 
-**Model** (MATH.md section 1, seed 002 eq. 2 and eq. 6 without the MLP, seed 003 eqs. 3-5).
+**Model** (``theory/ntk-prop8.md``, "The model and FixUp initialisation"; seed 002 eq. 2 and eq. 6 without the MLP, seed 003 eqs. 3-5).
 ``H`` heads :math:`\theta_h = (V_h, Q_h, b_h)` and ``L`` explicit Euler layers of step
 :math:`\tau = T/L`; every token of sample ``i`` moves and the context is the current
 token set :math:`\mu^i_l = \frac1{N_i}\sum_j \delta_{x^l_{ij}}`:

@@ -28,7 +28,18 @@ __all__ = [
     "NullVectorEvidence",
     "VerifiedNullVector",
     "TruncationNullSpace",
+    "no_truth_value",
 ]
+
+
+def no_truth_value(self: Any) -> bool:
+    """``__bool__`` of results that carry a verdict: refuse, so ``if decide(...):`` cannot
+    read a dependent or inconclusive verdict as success (a dataclass instance is always truthy)."""
+    raise TypeError(
+        f"the truth value of a {type(self).__name__} is ambiguous: test .independent, .dependent or "
+        ".verdict (a Decision), .positive or .status (a GramResult), .agreement (a CrosscheckResult), "
+        "or the fields of a report explicitly"
+    )
 
 
 class Verdict(StrEnum):
@@ -288,6 +299,9 @@ class Decision:
         parts.append(f"K={self.K}")
         parts.append(f"certificate={getattr(self.certificate, 'kind', '?')})")
         return ", ".join(parts)
+
+    # ``if decide(...):`` would be True for every verdict: refuse with a pointer to the fields
+    __bool__ = no_truth_value
 
     @property
     def independent(self) -> bool:

@@ -1,4 +1,23 @@
-"""Reading token files: ``.npy`` of shape ``(n, N, d)`` or ``.npz`` with one array per sample.
+"""Reading token files: numpy, safetensors, torch and CSV.
+
+Formats (one dataset of ``n`` samples of ``d``-dimensional tokens):
+
+* ``.npy``: one array of shape ``(n, N, d)``.
+* ``.npz`` and ``.safetensors``: arrays ``sample_0``, ``sample_1``, ... of shapes
+  ``(N_i, d)`` (ragged allowed, numeric order of the suffix), or one array ``tokens`` of
+  shape ``(n, N, d)``. ``.safetensors`` is read with numpy through the ``safetensors``
+  package (``pip install ntkcheck[models]``), no torch.
+* ``.pt`` / ``.pth``: a tensor ``(n, N, d)``, or a dict of tensors named as in ``.npz``,
+  or a list of ``(N_i, d)`` tensors, read with ``torch.load(..., weights_only=True)``
+  (torch is optional and never installed by ntkcheck).
+* ``.csv``: one row per token, with a header. Columns ``sample`` (the sample id, integers
+  ``0 .. n-1``), optionally ``token`` (the token's position in its sample; rows are
+  sorted by it, else kept in file order) and ``x0, x1, ..., x{d-1}`` (the coordinates)::
+
+      sample,token,x0,x1
+      0,0,0.0,0.5
+      0,1,1.0,-0.25
+      1,0,2.0,0.0
 
 Only plain real numeric arrays are read (integers and floats): pickled objects,
 complex, boolean, string and other dtypes are refused with a message naming the file
@@ -7,6 +26,7 @@ and the dtype, never converted silently.
 
 from __future__ import annotations
 
+import csv
 import re
 from importlib import resources
 from pathlib import Path
@@ -19,6 +39,8 @@ from ..errors import InputError
 from ..cgf import Empirical, as_laws
 
 __all__ = ["load_samples", "load_laws", "bundled_path"]
+
+_FORMATS = ".npy, .npz, .safetensors, .pt or .csv"
 
 _SAMPLE_KEY = re.compile(r"^sample_(\d+)$")
 
@@ -48,36 +70,132 @@ def _real(arr: np.ndarray, where: str) -> np.ndarray:
     return arr
 
 
+def _from_named(arrays: dict[str, Any], p: Path) -> Any:
+    """``sample_0, sample_1, ...`` or ``tokens`` from a mapping of arrays (npz, safetensors, torch)."""
+    keys = list(arrays.keys())
+    numbered = sorted(((int(m.group(1)), k) for k in keys if (m := _SAMPLE_KEY.match(k))), key=lambda t: t[0])
+    if numbered:
+        idx = [i for i, _ in numbered]
+        if idx != list(range(len(idx))):
+            raise InputError(f"{p}: sample keys must be sample_0 ... sample_{len(idx) - 1} without gaps, "
+                             f"got {[k for _, k in numbered]}")
+        return [_real(np.asarray(arrays[k]), f"{p}[{k}]") for _, k in numbered]
+    if "tokens" in keys:
+        return _real(np.asarray(arrays["tokens"]), f"{p}[tokens]")
+    raise InputError(f"{p}: expected arrays named sample_0, sample_1, ... or one array 'tokens', found {keys}")
+
+
+def _read_safetensors(p: Path) -> Any:
+    try:
+        from safetensors import SafetensorError
+        from safetensors.numpy import load_file
+    except ImportError:
+        raise InputError(f"{p}: reading .safetensors needs the safetensors package "
+                         "(pip install 'ntkcheck[models]')") from None
+    try:
+        arrays = load_file(str(p))
+    except (SafetensorError, OSError, ValueError, TypeError) as exc:
+        raise InputError(f"{p}: not a readable safetensors file ({exc})") from None
+    return _from_named(arrays, p)
+
+
+def _torch_to_numpy(t: Any, where: str) -> np.ndarray:
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        raise InputError(f"{where}: expected a tensor, got {type(t).__name__}")
+    if t.is_floating_point() and t.dtype not in (torch.float32, torch.float64):
+        t = t.double()  # bfloat16 / float16 have no exact numpy counterpart: widen exactly
+    return t.detach().cpu().numpy()
+
+
+def _read_torch(p: Path) -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise InputError(f"{p}: reading .pt files needs torch, which is not installed; install torch, or "
+                         "save the tokens with safetensors or numpy (.safetensors, .npz)") from None
+    try:
+        obj = torch.load(str(p), map_location="cpu", weights_only=True)  # never unpickles code
+    except Exception as exc:  # torch raises UnpicklingError, RuntimeError, ... for bad files
+        raise InputError(f"{p}: not a readable torch tensor file ({type(exc).__name__}: {exc})") from None
+    if isinstance(obj, dict):
+        return _from_named({k: _torch_to_numpy(v, f"{p}[{k}]") for k, v in obj.items()}, p)
+    if isinstance(obj, (list, tuple)):
+        return [_real(_torch_to_numpy(v, f"{p}[{i}]"), f"{p}[{i}]") for i, v in enumerate(obj)]
+    return _real(_torch_to_numpy(obj, str(p)), str(p))
+
+
+def _read_csv(p: Path) -> Any:
+    """One row per token: ``sample``, optional ``token``, ``x0 .. x{d-1}`` (see the module docstring)."""
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: not a readable CSV file ({exc})") from None
+    rows = [r for r in rows if r and any(c.strip() for c in r)]
+    if not rows:
+        raise InputError(f"{p}: empty CSV file; expected a header sample,token,x0,x1,... and one row per token")
+    header = [c.strip() for c in rows[0]]
+    coords = [c for c in header if re.fullmatch(r"x\d+", c)]
+    want = [f"x{k}" for k in range(len(coords))]
+    if "sample" not in header or not coords or sorted(coords, key=lambda c: int(c[1:])) != want:
+        raise InputError(f"{p}: expected a header with columns sample, optionally token, and x0 ... x{{d-1}}; "
+                         f"got {header}")
+    extra = [c for c in header if c not in ("sample", "token", *want)]
+    if extra:
+        raise InputError(f"{p}: unexpected columns {extra}; expected sample, token (optional), x0 ... x{len(want) - 1}")
+    col = {c: header.index(c) for c in header}
+    samples: dict[int, list[tuple[int, list[float]]]] = {}
+    for line, r in enumerate(rows[1:], start=2):
+        if len(r) != len(header):
+            raise InputError(f"{p}, line {line}: {len(r)} fields, the header has {len(header)}")
+        try:
+            sid = int(r[col["sample"]])
+            pos = int(r[col["token"]]) if "token" in col else line
+            x = [float(r[col[c]]) for c in want]
+        except ValueError:
+            raise InputError(f"{p}, line {line}: expected an integer sample id"
+                             f"{', an integer token index' if 'token' in col else ''} and numbers, got {r}") from None
+        samples.setdefault(sid, []).append((pos, x))
+    ids = sorted(samples)
+    if ids != list(range(len(ids))):
+        raise InputError(f"{p}: sample ids must be 0 ... {len(ids) - 1} without gaps, got {ids}")
+    out = []
+    for sid in ids:
+        toks = sorted(samples[sid], key=lambda t: t[0])
+        pos = [t[0] for t in toks]
+        if "token" in col and len(set(pos)) != len(pos):
+            raise InputError(f"{p}: sample {sid} repeats a token index")
+        out.append(np.array([t[1] for t in toks], dtype=np.float64))
+    return out
+
+
 def _read(p: Path) -> Any:
     """The raw token arrays of a file: one ``(n, N, d)`` array or a list of ``(N_i, d)`` arrays."""
     if not p.exists():
         raise InputError(f"{p}: no such file")
     if p.is_dir():
-        raise InputError(f"{p}: is a directory, expected a .npy or .npz file")
+        raise InputError(f"{p}: is a directory, expected a token file ({_FORMATS})")
     suffix = p.suffix.lower()
+    if suffix == ".safetensors":
+        return _read_safetensors(p)
+    if suffix in (".pt", ".pth"):
+        return _read_torch(p)
+    if suffix == ".csv":
+        return _read_csv(p)
     try:
         if suffix == ".npy":
             return _real(np.load(p, allow_pickle=False), str(p))
         if suffix == ".npz":
             with np.load(p, allow_pickle=False) as z:
-                keys = list(z.keys())
-                numbered = sorted(
-                    ((int(m.group(1)), k) for k in keys if (m := _SAMPLE_KEY.match(k))), key=lambda t: t[0]
-                )
-                if numbered:
-                    idx = [i for i, _ in numbered]
-                    if idx != list(range(len(idx))):
-                        raise InputError(f"{p}: sample keys must be sample_0 ... sample_{len(idx) - 1} without gaps, got {[k for _, k in numbered]}")
-                    return [_real(z[k], f"{p}[{k}]") for _, k in numbered]
-                if "tokens" in keys:
-                    return _real(z["tokens"], f"{p}[tokens]")
-                raise InputError(f"{p}: expected arrays named sample_0, sample_1, ... or one array 'tokens', found {keys}")
+                return _from_named(z, p)
     except InputError:
         raise
     except (ValueError, OSError, EOFError) as exc:
         why = "it holds pickled objects or is not in .npy format; only plain numeric arrays are read" if "pickle" in str(exc) else str(exc)
         raise InputError(f"{p}: not a readable numpy array file ({why})") from None
-    raise InputError(f"{p}: unsupported file type {suffix!r}; expected .npy or .npz")
+    raise InputError(f"{p}: unsupported file type {suffix!r}; expected {_FORMATS}")
 
 
 def _in_file(p: Path, exc: InputError) -> InputError:
@@ -91,9 +209,11 @@ def load_samples(path: str | Path) -> list[np.ndarray]:
     Parameters
     ----------
     path : str or Path
-        ``.npy``: one array of shape ``(n, N, d)``. ``.npz``: arrays ``sample_0``,
-        ``sample_1``, ... of shapes ``(N_i, d)`` (ragged allowed, taken in numeric
-        order of the suffix), or a single array ``tokens`` of shape ``(n, N, d)``.
+        ``.npy``: one array of shape ``(n, N, d)``. ``.npz`` or ``.safetensors``: arrays
+        ``sample_0``, ``sample_1``, ... of shapes ``(N_i, d)`` (ragged allowed, taken in
+        numeric order of the suffix), or a single array ``tokens`` of shape ``(n, N, d)``.
+        ``.pt``: the same as tensors (torch optional). ``.csv``: one row per token with
+        columns ``sample``, optional ``token``, ``x0 .. x{d-1}`` (module docstring).
         Integer or float dtypes only.
 
     Returns

@@ -20,6 +20,9 @@ from .features import attention_features as attention_features
 from .certificate import GramCertificate as GramCertificate
 from .certificate import gram_matrix_arb as gram_matrix_arb
 from .certificate import certify_lambda_min as certify_lambda_min
+from .certificate import PositivityCertificate as PositivityCertificate
+from .certificate import certify_positive as certify_positive
+from .certificate import certify_gram_enclosure as certify_gram_enclosure
 
 # gram_matrix
 from .gram_matrix import GramResult as GramResult
@@ -56,6 +59,9 @@ __all__ = [
     'GramCertificate',
     'gram_matrix_arb',
     'certify_lambda_min',
+    'PositivityCertificate',
+    'certify_positive',
+    'certify_gram_enclosure',
     'GramResult',
     'gram',
     'SampleSize',

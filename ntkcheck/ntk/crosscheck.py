@@ -28,7 +28,7 @@ Beyond the seed: the dependence structure of the samples (:mod:`ntkcheck.ntk.str
 predicts the exact dimension of the kernel, compared with the eigenvalues at the rounding
 floor (``theory/ntk-prop8.md``, "The dimension of the kernel").
 
-References: seed 003 (A Mean-Field Theory of Transformers) Prop. 5, Prop. 8, condition
+References: seed 003 (Training Infinitely Deep and Wide Transformers) Prop. 5, Prop. 8, condition
 (34); ``theory/ntk-prop8.md``.
 """
 
@@ -44,6 +44,7 @@ import sympy as sp
 from ..cgf.core import to_fraction
 from ..errors import InputError
 from ..cgf import Empirical, Family, as_laws
+from ..independence.results import no_truth_value
 from .features import Heads, _as_heads, _features
 from .gram_matrix import (
     POSITIVE_REL,
@@ -345,6 +346,9 @@ class CrosscheckResult:
     structure: DependenceStructure | None = None
     kernel: KernelComparison | None = None
 
+    # ``if crosscheck(...):`` would be True for a disagreement too: test .agreement
+    __bool__ = no_truth_value
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "weak": self.weak.to_dict(),
@@ -424,7 +428,7 @@ def crosscheck(
 
     References
     ----------
-    Seed 003 (A Mean-Field Theory of Transformers) Prop. 5, Prop. 8 and condition (34);
+    Seed 003 (Training Infinitely Deep and Wide Transformers) Prop. 5, Prop. 8 and condition (34);
     ``theory/ntk-prop8.md``.
 
     Examples

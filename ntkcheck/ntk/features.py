@@ -26,12 +26,17 @@ References: seed 003 section 3.1, Prop. 5; ``theory/ntk-prop8.md``.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from tqdm.auto import tqdm
+
+if importlib.util.find_spec("ipywidgets") is not None:
+    from tqdm.auto import tqdm
+else:  # tqdm.auto in a notebook without ipywidgets warns "IProgress not found": plain bar
+    from tqdm import tqdm
 
 from .._validate import check_score_range
 from ..cgf.empirical import Empirical, as_laws
@@ -358,7 +363,7 @@ def attention_features(
 
     References
     ----------
-    Seed 003 (A Mean-Field Theory of Transformers) section 3.1, Prop. 5;
+    Seed 003 (Training Infinitely Deep and Wide Transformers) section 3.1, Prop. 5;
     ``theory/ntk-prop8.md``.
 
     Examples

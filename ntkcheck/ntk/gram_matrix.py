@@ -63,7 +63,8 @@ from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator
 from .._validate import check_score_range
 from ..errors import InputError, NtkcheckWarning
 from ..cgf import Empirical, as_laws
-from .certificate import MAX_CERTIFY_TOKENS, GramCertificate, _certify
+from ..independence.results import no_truth_value
+from .certificate import MAX_CERTIFY_TOKENS, GramCertificate, _certify, certify_positive
 from .features import (  # noqa: F401  (init_heads: used by the doctest of gram)
     DEFAULT_CHUNK,
     Heads,
@@ -229,6 +230,17 @@ class GramResult:
     certified : GramCertificate or None
     samples : tuple of SampleSize
         Per sample: tokens, distinct atoms, largest multiplicity.
+    matrix : (M, M) float array or None
+        The Gram :math:`W^{1/2} K W^{1/2}` itself, kept only when asked
+        (``gram(..., keep_matrix=True)``, ``M <= 4096``). Rows and columns are the distinct
+        atoms, sample by sample, each sample's atoms in the order of ``Empirical.atoms``.
+    kernel_vectors : (M, k) float array or None
+        With ``keep_matrix=True``: an orthonormal basis of the observed kernel, the
+        eigenvectors of the ``k = kernel_observed`` eigenvalues at the rounding floor
+        (``k = 0`` gives shape ``(M, 0)``). Entry ``(i, a)`` is a function value at atom
+        ``x_{ia}`` times :math:`\sqrt{m_{ia}}` (the ``W^{1/2}`` scaling).
+
+    Truth value: ``bool(result)`` raises ``TypeError``; test ``.positive`` or ``.status``.
     """
 
     lambda_min: float
@@ -246,6 +258,11 @@ class GramResult:
     certified: GramCertificate | None = None
     notes: tuple[str, ...] = field(default=())
     samples: tuple[SampleSize, ...] = field(default=())
+    matrix: np.ndarray | None = field(default=None, repr=False, compare=False)
+    kernel_vectors: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    # a dataclass is always truthy: ``if gram(...):`` would read a singular Gram as success
+    __bool__ = no_truth_value
 
     @property
     def relative_lambda_min(self) -> float:
@@ -266,7 +283,8 @@ class GramResult:
         if self.certified_positive:
             assert self.certified is not None
             return (f"positive, certified: lambda_min >= {self.certified.lower_bound:.4g} "
-                    f"(Arb, {self.certified.bits} bits)")
+                    + (f"(Arb, {self.certified.bits} bits)" if self.certified.kind.startswith("arb")
+                       else "(float64 error bounds and a verified Cholesky)"))
         if self.status == "positive":
             return (f"positive in float64 (relative lambda_min {self.relative_lambda_min:.3g} > {POSITIVE_REL:g}); "
                     "not certified")
@@ -332,8 +350,13 @@ class GramResult:
 
 def gram(
     samples: Any,
-    heads: Heads,
+    heads: int | Heads,
     *,
+    q_scale: float = 1.0,
+    b_scale: float = 1.0,
+    dist: Literal["gaussian", "uniform"] = "gaussian",
+    seed: int = 0,
+    keep_matrix: bool = False,
     certify: bool = False,
     method: Literal["auto", "svd", "eigh"] = "auto",
     progress: bool = False,
@@ -356,7 +379,15 @@ def gram(
     samples : list of Empirical, list of (N_i, d) float arrays, or (n, N, d) array
         Arrays are turned into laws once (:func:`~ntkcheck.cgf.empirical.as_laws`): repeated
         tokens of a sample become one atom with their summed mass.
-    heads : Heads
+    heads : int or Heads
+        Explicit heads, or a head count ``H`` drawn by :func:`init_heads` from
+        ``q_scale``, ``b_scale``, ``dist`` and ``seed`` (as :func:`ntkcheck.screen` does).
+    q_scale, b_scale, dist, seed
+        The init law of the drawn heads; ignored when ``heads`` is a ``Heads``.
+    keep_matrix : bool
+        Keep the ``(M, M)`` Gram and an orthonormal basis of its observed kernel in the
+        result (``GramResult.matrix``, ``GramResult.kernel_vectors``): ``8 M^2`` bytes more
+        and one ``eigh``; only for ``M <= 4096`` distinct atoms.
     certify : bool
         When float64 cannot establish positivity (relative ``lambda_min < 1e-12``) and
         ``M <= 256``, certify it in Arb (:func:`certify_lambda_min`); positivity is never
@@ -385,7 +416,7 @@ def gram(
 
     References
     ----------
-    Seed 003 (A Mean-Field Theory of Transformers) section 3.1-3.2, Prop. 5;
+    Seed 003 (Training Infinitely Deep and Wide Transformers) section 3.1-3.2, Prop. 5;
     ``theory/ntk-prop8.md``.
 
     Examples
@@ -397,14 +428,25 @@ def gram(
     >>> r = gram(X, init_heads(18, 2, seed=0))
     >>> r.status, r.atoms, r.tokens
     ('positive', 8, 9)
+    >>> r = gram(X, 18, seed=0, keep_matrix=True)   # the same heads, drawn here
+    >>> r.matrix.shape, r.kernel_vectors.shape
+    ((8, 8), (8, 0))
     """
     laws = as_laws(samples)
+    if isinstance(heads, bool) or not isinstance(heads, (int, np.integer, Heads, tuple)):
+        raise InputError(f"heads: expected a positive integer or a Heads object, got {heads!r}")
+    if isinstance(heads, (int, np.integer)):
+        if heads < 1:
+            raise InputError(f"heads: expected a positive integer or a Heads object, got {heads!r}")
+        heads = init_heads(int(heads), laws[0].dim, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)
     heads = _as_heads(heads, laws[0].dim)
     if method not in ("auto", "svd", "eigh"):
         raise InputError(f"method: expected 'auto', 'svd' or 'eigh', got {method!r}")
     chunk = _as_chunk(chunk)
     sizes = tuple(SampleSize.of(law) for law in laws)
     M = _atom_count(laws)
+    if keep_matrix and M > MAX_EIGENVALUES:
+        raise InputError(f"keep_matrix: the Gram is kept only up to {MAX_EIGENVALUES} distinct atoms, got M = {M}")
     H, d = heads.count, heads.dim
     by_size = H * d < M
     notes: list[str] = []
@@ -479,9 +521,26 @@ def gram(
                 notes.append("positivity certified in Arb ball arithmetic")
             else:
                 notes.append("certification inconclusive: positivity is not claimed")
-        else:
-            notes.append(f"certification skipped: M = {M} distinct atoms > {MAX_CERTIFY_TOKENS}")
+        else:  # float64 route with rigorous error bounds (ntkcheck.ntk.certificate.certify_positive)
+            pc = certify_positive(laws, heads, arb=False)
+            cert = GramCertificate("float64-cholesky" if pc.positive else "inconclusive", pc.lower_bound, 53, pc.statement)
+            if pc.positive:
+                status = "positive"
+                notes.append("positivity certified by float64 error bounds and a verified Cholesky")
+            else:
+                notes.append(f"certification inconclusive: {pc.statement}")
     eigenvalues = tuple(float(max(v, 0.0)) for v in eig) if (eig is not None and want_all) else None
+    kept: np.ndarray | None = None
+    kernel: np.ndarray | None = None
+    if keep_matrix:
+        if F is None:
+            F = _features(laws, heads, chunk, progress)
+        kept = F @ F.T
+        kept = (kept + kept.T) / 2  # exactly symmetric for eigh
+        # the observed kernel: as many eigenvectors as eigenvalues at the floor (the count
+        # may come from the SVD; the subspace of a cluster separated by a gap is accurate)
+        k = sum(1 for v in (eigenvalues or ()) if v <= resolution * lmax)
+        kernel = np.linalg.eigh(kept)[1][:, :k].copy()
     return GramResult(
         lambda_min=lmin,
         lambda_max=float(lmax),
@@ -498,4 +557,6 @@ def gram(
         certified=cert,
         notes=tuple(notes),
         samples=sizes,
+        matrix=kept,
+        kernel_vectors=kernel,
     )

@@ -2,7 +2,7 @@ r"""Named dependence structures among empirical laws, each verified exactly.
 
 The CGFs :math:`\Lambda_i` of token samples are dependent modulo affine functions when
 :math:`\sum_i c_i\Lambda_i(a) = \langle\alpha, a\rangle` for some :math:`c \ne 0` (seed 003,
-A Mean-Field Theory of Transformers, Def. 6 and Ex. 6). This module recognises the
+Training Infinitely Deep and Wide Transformers, Def. 6 and Ex. 6). This module recognises the
 structures that put vectors in the dependency space :math:`D`, each verified exactly
 (float64 atoms compared as the rationals they are):
 
@@ -15,7 +15,7 @@ structures that put vectors in the dependency space :math:`D`, each verified exa
 
 The kernel of the NTK Gram they predict is counted in :mod:`ntkcheck.ntk.structure`.
 
-References: seed 003 (A Mean-Field Theory of Transformers) Def. 6, Ex. 6;
+References: seed 003 (Training Infinitely Deep and Wide Transformers) Def. 6, Ex. 6;
 ``theory/ntk-prop8.md``.
 """
 

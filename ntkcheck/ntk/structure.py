@@ -2,7 +2,7 @@ r"""Dependence structures among empirical laws, and the kernel of the NTK Gram t
 
 The CGFs :math:`\Lambda_i` of token samples are dependent modulo affine functions when
 :math:`\sum_i c_i\Lambda_i(a) = \langle\alpha, a\rangle` for some :math:`c \ne 0` (seed 003,
-A Mean-Field Theory of Transformers, Def. 6 and Ex. 6). The dependency space
+Training Infinitely Deep and Wide Transformers, Def. 6 and Ex. 6). The dependency space
 
 .. math::
 
@@ -27,7 +27,7 @@ what was found is a subspace of :math:`D`, so the count above with :math:`D'` is
 bound on the kernel dimension; it is **exact** when the samples outside a set of pivots of
 :math:`D'` are certified weakly independent (then :math:`D = D'`).
 
-References: seed 003 (A Mean-Field Theory of Transformers) Def. 6, Prop. 8, Ex. 6,
+References: seed 003 (Training Infinitely Deep and Wide Transformers) Def. 6, Prop. 8, Ex. 6,
 Remark 5; ``theory/ntk-prop8.md``.
 """
 

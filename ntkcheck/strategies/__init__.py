@@ -44,7 +44,7 @@ Examples
 ...     assert len(samples) == 3 and samples[0].shape == (4, 2)
 >>> test_three_samples()
 
-References: seed 003 section 3.3 (the families), MATH.md sections 3-4.
+References: seed 003 section 3.3 (the families); ``theory/ntk-prop8.md``, ``theory/seed-examples.md``.
 """
 
 from __future__ import annotations

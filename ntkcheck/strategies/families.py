@@ -242,7 +242,7 @@ def _translates(draw: Any, sizes: SearchStrategy[int], dim: SearchStrategy[int],
     d, N = draw(dim), draw(sizes)
     if overlap:
         # an arithmetic progression and its translate by the step share N - 1 >= 2 atoms:
-        # condition (34) with alpha != 0 (MATH.md section 3, "{0, e1, 2e1}")
+        # condition (34) with alpha != 0 (theory/ntk-prop8.md, Prop. 8 table, "{0, e1, 2e1}")
         N = max(N, 3)
         x0 = draw(_dyadic_vectors(d))
         s = draw(_dyadic_vectors(d, nonzero=True))

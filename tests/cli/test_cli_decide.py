@@ -26,7 +26,7 @@ def test_family_json(capsys):
 def test_dependent_json_has_null_vector(capsys, tmp_path):
     x = np.array([[0.0, 0.0], [1.0, 0.5]])
     np.savez(tmp_path / "t.npz", sample_0=x, sample_1=x + 2.0)
-    assert main(["decide", str(tmp_path / "t.npz"), "--json"]) == 0
+    assert main(["decide", str(tmp_path / "t.npz"), "--json"]) == 1  # dependent: exit status 1
     d = json.loads(capsys.readouterr().out)
     assert d["verdict"] == "dependent" and d["null_vector"] is not None
 
@@ -43,9 +43,9 @@ def test_errors_are_one_line(capsys, tmp_path):
 
 def test_gaussian_and_dirac_families(capsys):
     """Seed 003 Ex. 6: Gaussians with one covariance and single Diracs are dependent."""
-    assert main(["decide", "--family", "gaussian", "--points", "0,0;1,1;2,-1", "--dim", "2", "--json"]) == 0
+    assert main(["decide", "--family", "gaussian", "--points", "0,0;1,1;2,-1", "--dim", "2", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["verdict"] == "dependent"
-    assert main(["decide", "--family", "dirac", "--points", "0;3", "--json"]) == 0
+    assert main(["decide", "--family", "dirac", "--points", "0;3", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["verdict"] == "dependent"
     assert main(["decide", "--family", "dirac", "--points", "0,0;1", "--dim", "2"]) == 2
     assert "vector 1" in capsys.readouterr().err
@@ -74,7 +74,7 @@ def test_negative_values_are_values(capsys):
     assert main(["decide", "--family", "gaussian-mixture", "--separations", "-1,2", "--json"]) == 0
     # <w, m_i>^2 = 1 and 4: distinct and non-zero, so independent (seed 003 Ex. 5)
     assert json.loads(capsys.readouterr().out)["verdict"] == "independent"
-    assert main(["decide", "--family", "dirac", "--points", "-1,2;3,-4", "--dim", "2", "--json"]) == 0
+    assert main(["decide", "--family", "dirac", "--points", "-1,2;3,-4", "--dim", "2", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["verdict"] == "dependent"  # single Diracs (Ex. 6)
     assert main(["decide", "--family", "uniform-cube", "--radii", "1,2", "--dim", "2", "--property", "strong",
                  "--direction", "-1,3", "--json"]) == 0
@@ -143,6 +143,6 @@ def test_repeated_tokens_are_one_atom(capsys, tmp_path):
     assert main(["decide", str(tmp_path / "r.npz"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["verdict"] == "independent"
     np.savez(tmp_path / "p.npz", sample_0=x, sample_1=x[::-1])
-    assert main(["decide", str(tmp_path / "p.npz"), "--json"]) == 0
+    assert main(["decide", str(tmp_path / "p.npz"), "--json"]) == 1
     d = json.loads(capsys.readouterr().out)
     assert d["verdict"] == "dependent" and d["null_vector"] in (["1", "-1"], ["-1", "1"])

@@ -25,7 +25,7 @@ def _run(capsys, argv):
     return code, d
 
 
-@pytest.mark.parametrize("verb", ["decide", "screen", "gram", "flow", "claims", "tokens"])
+@pytest.mark.parametrize("verb", ["decide", "screen", "gram", "flow", "claims", "tokens", "sweep"])
 def test_schemas_are_valid_and_shipped(verb):
     schema = load_schema(verb)
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -110,3 +110,8 @@ def test_tokens_json(capsys, tmp_path):
     texts.write_text("the cat saw the dog\nthe dog saw a bird\n", encoding="utf-8")
     code, d = _run(capsys, ["tokens", str(texts), "-o", str(tmp_path / "s.npz"), "--json"])
     assert code == 0 and d["dim"] == 384 and [r["distinct"] for r in d["per_sample"]] == [4, 5]
+
+
+def test_sweep_json(capsys):
+    code, d = _run(capsys, ["sweep", "--serial", "--q-scales", "1", "--b-scales", "1", "--no-certify", "--json"])
+    assert code == 0 and len(d["rows"]) == 1 and d["mode"] == "serial"

@@ -50,7 +50,7 @@ def _softmax(v: np.ndarray) -> np.ndarray:
 
 
 def ref_forward(X: np.ndarray, V, Q, b, layers: int, T: float = 1.0) -> np.ndarray:
-    """Token-level model of MATH.md section 1 with loops: every token, every head, every layer."""
+    """Token-level model of theory/ntk-prop8.md ("The model and FixUp initialisation") with loops: every token, every head, every layer."""
     H = Q.shape[0]
     X = np.array(X, dtype=np.float64)
     for _ in range(layers):

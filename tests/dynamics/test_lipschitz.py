@@ -223,10 +223,10 @@ def test_cli_screen_thm85_rate(tmp_path, capsys):
     heads = tmp_path / "h.npz"
     np.savez(heads, Q=p.Q, b=p.b)
     assert main(["screen", str(data), "--heads-file", str(heads), "--depth-T", "1.5", "--thm85", "--no-certify",
-                 "--json"]) == 0
+                 "--json"]) == 3  # not certified (exit status 3)
     out = json.loads(capsys.readouterr().out)["thm85"]
     ev = np.linalg.eigvalsh(_ntk_fd(samples, p, 2, 1.5))
     np.testing.assert_allclose([out["lambda_0"], out["lambda_max_0"]], [ev[0], ev[-1]], rtol=0, atol=1e-8 * ev[-1])
-    assert main(["screen", str(data), "--heads-file", str(heads), "--thm85", "--no-certify"]) == 0
+    assert main(["screen", str(data), "--heads-file", str(heads), "--thm85", "--no-certify"]) == 3
     text = capsys.readouterr().out
     assert "Thm. 8.5 rate" in text and "Not the rate of seed 002 Thm. 8.5" in text

@@ -641,3 +641,20 @@ def test_order_and_precision_caps():
         decide([np.eye(2)], K=10**6)
     with pytest.raises(PrecisionError, match="max_bits"):
         decide([np.eye(2)], max_bits=10**9)
+
+
+@pytest.mark.parametrize("tokens, verdict", [
+    ([np.array([[0.0], [1.0]]), np.array([[5.0], [6.0]])], "dependent"),      # translates: Lambda_2 = Lambda_1 + 5a
+    ([np.array([[0.0], [1.0]]), np.array([[0.0], [3.0]])], "independent"),
+])
+def test_decision_has_no_truth_value(tokens, verdict):
+    """A dataclass is truthy, so ``if decide(...):`` would pass for a dependent verdict: it
+    raises TypeError naming the fields to test instead."""
+    dec = decide(tokens)
+    assert dec.verdict.value == verdict
+    with pytest.raises(TypeError, match=r"\.independent, \.dependent or \.verdict"):
+        bool(dec)
+    with pytest.raises(TypeError):
+        if dec:  # the trap itself
+            pass
+    assert dec.independent is (verdict == "independent") and dec.dependent is (verdict == "dependent")

@@ -138,3 +138,108 @@ def test_errors_name_the_file(tmp_path):
     np.save(tmp_path / "n.npy", np.array([[[0.0], [np.inf]]]))
     with pytest.raises(InputError, match=r"n.npy: sample 0: token 1 has a non-finite entry"):
         load_laws(tmp_path / "n.npy")
+
+
+# ------------------------------------------------------------------ other formats (issue 13)
+
+
+def _reference_csv(path, samples, *, token_column=True, shuffle=False):
+    """Write ``samples`` in the documented CSV layout with the csv module (the reference writer)."""
+    import csv
+
+    d = samples[0].shape[1]
+    rows = [(i, a, *x) for i, s in enumerate(samples) for a, x in enumerate(s)]
+    if shuffle:  # rows in any order: the token column restores it
+        rows = [rows[k] for k in np.random.default_rng(3).permutation(len(rows))]
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["sample", *(["token"] if token_column else []), *[f"x{k}" for k in range(d)]])
+        for r in rows:
+            w.writerow([r[0], *([r[1]] if token_column else []), *[repr(float(v)) for v in r[2:]]])
+
+
+@pytest.mark.parametrize("token_column, shuffle", [(True, False), (True, True), (False, False)])
+def test_csv_layout_round_trips(tmp_path, token_column, shuffle):
+    """The documented layout (sample, token, x0..x{d-1}) reads back the arrays written, ragged
+    samples included; repr(float) round-trips float64 exactly, so equality is exact."""
+    rng = np.random.default_rng(0)
+    x = [rng.normal(size=(4, 3)), rng.normal(size=(2, 3)), rng.normal(size=(5, 3))]
+    _reference_csv(tmp_path / "t.csv", x, token_column=token_column, shuffle=shuffle)
+    got = load_samples(tmp_path / "t.csv")
+    assert len(got) == 3
+    for g, xi in zip(got, x, strict=True):
+        np.testing.assert_array_equal(g, xi)
+
+
+def test_csv_laws_merge_repeats(tmp_path):
+    """load_laws on a CSV merges repeated tokens into atoms with exact masses, as for .npz."""
+    from ntkcheck.io.files import load_laws
+
+    (tmp_path / "r.csv").write_text("sample,token,x0\n0,0,0\n0,1,1\n0,2,0\n1,0,2\n1,1,5\n")
+    laws = load_laws(tmp_path / "r.csv")
+    assert [[str(m) for m in law.weights] for law in laws] == [["2/3", "1/3"], ["1/2", "1/2"]]
+
+
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("", "empty CSV"),
+        ("a,b\n1,2\n", "expected a header"),
+        ("sample,x0,x2\n0,1,2\n", "expected a header"),
+        ("sample,x0,colour\n0,1,red\n", "unexpected columns"),
+        ("sample,x0\n0,abc\n", "line 2"),
+        ("sample,x0\n0,1,2\n", "line 2: 3 fields"),
+        ("sample,x0\n0,1\n2,1\n", "without gaps"),
+        ("sample,token,x0\n0,0,1\n0,0,2\n", "repeats a token index"),
+        ("sample,x0\n0,nan\n", "non-finite"),
+    ],
+)
+def test_csv_bad_input(tmp_path, text, msg):
+    (tmp_path / "bad.csv").write_text(text)
+    with pytest.raises(InputError, match=msg):
+        load_samples(tmp_path / "bad.csv")
+
+
+def test_safetensors_named_and_stacked(tmp_path):
+    """safetensors files (numpy writer of the safetensors package) read like .npz: sample_k
+    keys (ragged) or one 'tokens' array; float32 values widen exactly to float64."""
+    safetensors_numpy = pytest.importorskip("safetensors.numpy", reason="the models extra is not installed")
+    rng = np.random.default_rng(1)
+    x = [rng.normal(size=(3, 2)), rng.normal(size=(5, 2)).astype(np.float32)]
+    safetensors_numpy.save_file({"sample_1": x[1], "sample_0": x[0]}, str(tmp_path / "s.safetensors"))
+    got = load_samples(tmp_path / "s.safetensors")
+    np.testing.assert_array_equal(got[0], x[0])
+    np.testing.assert_array_equal(got[1], x[1].astype(np.float64))
+    stacked = rng.normal(size=(2, 4, 3))
+    safetensors_numpy.save_file({"tokens": stacked}, str(tmp_path / "t.safetensors"))
+    np.testing.assert_array_equal(np.stack(load_samples(tmp_path / "t.safetensors")), stacked)
+    safetensors_numpy.save_file({"weights": stacked}, str(tmp_path / "w.safetensors"))
+    with pytest.raises(InputError, match="sample_0, sample_1"):
+        load_samples(tmp_path / "w.safetensors")
+    (tmp_path / "junk.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(InputError, match="not a readable safetensors"):
+        load_samples(tmp_path / "junk.safetensors")
+
+
+def test_torch_file(tmp_path):
+    """.pt files are read with weights_only=True; without torch the message says what to do."""
+    p = tmp_path / "t.pt"
+    try:
+        import torch
+    except ImportError:
+        p.write_bytes(b"anything")
+        with pytest.raises(InputError, match="needs torch, which is not installed"):
+            load_samples(p)
+        pytest.skip("torch is not installed (optional): only the missing-torch message was checked")
+    x = np.random.default_rng(2).normal(size=(2, 3, 4))
+    torch.save({"tokens": torch.from_numpy(x)}, p)
+    np.testing.assert_array_equal(np.stack(load_samples(p)), x)
+    torch.save([torch.from_numpy(x[0]), torch.from_numpy(x[1, :2])], p)
+    got = load_samples(p)
+    np.testing.assert_array_equal(got[1], x[1, :2])
+
+
+def test_unsupported_suffix_lists_formats(tmp_path):
+    (tmp_path / "t.txt").write_text("1 2 3")
+    with pytest.raises(InputError, match=r"\.safetensors, \.pt or \.csv"):
+        load_samples(tmp_path / "t.txt")

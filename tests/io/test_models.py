@@ -130,7 +130,7 @@ def test_cli_tokens_writes_files_the_other_verbs_read(tmp_path, capsys):
     h = load_heads(heads)
     assert h.Q.shape == (12, 384, 384) and h.b.shape == (12, 384)
     rc = main(["screen", str(out), "--heads-file", str(heads), "--no-certify", "--json"])
-    assert rc == 0
+    assert rc == 1  # sample 2 is sample 0: a certified singular Gram (exit status 1)
     report = capsys.readouterr().out
     assert "sample 2 is sample 0" in report
 

@@ -1,4 +1,4 @@
-"""Tests of ntkcheck.ntk.crosscheck: seed 003 Prop. 8 against the NTK Gram (MATH.md section 3 table)."""
+"""Tests of ntkcheck.ntk.crosscheck: seed 003 Prop. 8 against the NTK Gram (the table in theory/ntk-prop8.md)."""
 
 from __future__ import annotations
 

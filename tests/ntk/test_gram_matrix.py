@@ -52,10 +52,10 @@ def _attention_output(samples, Q, b, V):
 def test_gram_equals_finite_difference_ntk():
     r"""NTK from the Jacobian of the attention output with respect to every V_h at V = 0.
 
-    With the mean-field time scale (d theta_h/ds = -H grad, MATH.md section 5) the NTK on
+    With the mean-field time scale (d theta_h/ds = -H grad, theory/local-convergence.md) the NTK on
     outputs is Theta = H J J^T, J = d y / d V ((M d) x (H d^2)). Since
     d y_{ij,a} / d V_h[b, c] = delta_ab phi_ij^h[c] / H, Theta = K (x) I_d with
-    K = (1/H) sum_h <phi^h, phi^h>, and the NTK Gram of MATH.md section 3 is
+    K = (1/H) sum_h <phi^h, phi^h>, and the NTK Gram of theory/ntk-prop8.md is
     (W^1/2 (x) I_d) Theta (W^1/2 (x) I_d) = (F F^T) (x) I_d.
     """
     S = _random(n=3, N=2, d=2, seed=4)
@@ -470,3 +470,83 @@ def test_kernel_observed_counts_the_floor():
     # exact zeros come out near (eps ||F||)^2; the next eigenvalue is O(1e-4) here
     assert ev[2] <= 1e-26 < 1e-8 < ev[3]
     assert res.next_relative_eigenvalue == pytest.approx(ev[3], rel=1e-12)
+
+
+# ------------------------------------------------------------ the API of issue 13
+
+
+def test_heads_as_int_are_the_init_heads_screen_draws():
+    """gram(samples, H, seed=s) draws init_heads(H, d, seed=s), as screen does: the same
+    numbers bit for bit (same heads, same arithmetic)."""
+    from ntkcheck.screening import screen
+
+    S = _random(n=3, N=3, d=2, seed=1)
+    by_int = gram(S, 9, q_scale=0.5, b_scale=2.0, seed=3)
+    by_heads = gram(S, init_heads(9, 2, q_scale=0.5, b_scale=2.0, seed=3))
+    assert (by_int.lambda_min, by_int.lambda_max, by_int.heads) == (by_heads.lambda_min, by_heads.lambda_max, 9)
+    rep = screen(S, heads=9, q_scale=0.5, b_scale=2.0, seed=3, certify=False)
+    assert rep.gram.lambda_min == by_int.lambda_min
+    for bad in (0, -2, 2.5, "8", True):
+        with pytest.raises(InputError, match="heads"):
+            gram(S, bad)
+
+
+def test_kept_matrix_is_the_finite_difference_ntk():
+    """keep_matrix=True returns W^1/2 K W^1/2 itself; reference: the NTK from central
+    differences of the attention output in V (written without ntkcheck, see
+    test_gram_equals_finite_difference_ntk), one d x d block per pair of tokens."""
+    S = _random(n=3, N=2, d=2, seed=4)
+    heads = init_heads(5, 2, seed=7)
+    H, d = heads.count, heads.dim
+    M = sum(len(X) for X in S)
+    P = H * d * d
+    J = np.empty((M * d, P))
+    step = 1e-3
+    for k in range(P):
+        E = np.zeros(P)
+        E[k] = step
+        J[:, k] = (_attention_output(S, heads.Q, heads.b, E.reshape(H, d, d))
+                   - _attention_output(S, heads.Q, heads.b, -E.reshape(H, d, d))) / (2 * step)
+    w = np.concatenate([np.full(len(X), 1.0 / len(X)) for X in S])
+    ntk = np.diag(np.sqrt(w)) @ (H * J[0::d] @ J[0::d].T) @ np.diag(np.sqrt(w))  # output coordinate 0
+    res = gram(S, heads, keep_matrix=True)
+    assert res.matrix is not None and res.matrix.shape == (M, M)
+    # y is linear in V: central differences are exact up to rounding (eps |y| / step ~ 1e-13)
+    np.testing.assert_allclose(res.matrix, ntk, rtol=1e-9, atol=1e-11)
+    np.testing.assert_array_equal(res.matrix, res.matrix.T)
+    assert res.kernel_vectors is not None and res.kernel_vectors.shape == (M, 0)
+    assert gram(S, heads).matrix is None  # not kept unless asked
+
+
+def test_kernel_vectors_span_the_predicted_kernel():
+    """Seed 003 Prop. 8 (necessity): for {0,u}, {0,v}, {0,u,v,u+v} the Gram kernel is the
+    vector predicted from the certified CGF identity (ntkcheck.ntk.structure, computed from
+    the null vector c, not from the Gram). The kept kernel basis spans the same line: the
+    cosine of the principal angle is 1 up to eps * cond of the eigenproblem (~1e-10)."""
+    from ntkcheck.ntk.structure import dependence_structure
+
+    z, u, v = np.zeros(2), np.array([1.0, 0.25]), np.array([-0.5, 1.0])
+    S = [np.array([z, u]), np.array([z, v]), np.array([z, u, v, u + v])]
+    res = gram(S, 16, seed=0, keep_matrix=True)
+    K = res.kernel_vectors
+    assert res.kernel_observed == 1 and K.shape == (8, 1)
+    np.testing.assert_allclose(K.T @ K, np.eye(1), atol=1e-12)  # orthonormal: eps-level
+    basis = dependence_structure(S).kernel_basis
+    assert basis is not None and basis.shape == (8, 1)
+    b = basis[:, 0] / np.linalg.norm(basis[:, 0])
+    np.testing.assert_allclose(abs(float(b @ K[:, 0])), 1.0, atol=1e-10)
+    # and the Gram annihilates it to the rounding floor of the formed matrix (eps * lambda_max)
+    assert np.linalg.norm(res.matrix @ K[:, 0]) <= 1e-13 * res.lambda_max
+
+
+def test_keep_matrix_refused_beyond_the_limit(monkeypatch):
+    monkeypatch.setattr(gram_module, "MAX_EIGENVALUES", 4)
+    with pytest.raises(InputError, match="keep_matrix"):
+        gram(_random(n=3, N=2, d=2), 8, keep_matrix=True)
+
+
+def test_gram_result_has_no_truth_value():
+    """bool(GramResult) would be True for a singular Gram: it raises and names .positive."""
+    res = gram(_random(n=2, N=2, d=2), 4)
+    with pytest.raises(TypeError, match=r"\.positive"):
+        bool(res)
