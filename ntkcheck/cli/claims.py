@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from ..errors import InputError
@@ -61,9 +60,9 @@ def _select(only: list[str] | None) -> list[str]:
 
 
 def _progress(items: list[str], enabled: bool) -> Any:
-    from tqdm import tqdm
+    from .._progress import progress_bar
 
-    return tqdm(items, desc="claims", unit="claim", disable=not enabled, leave=False, file=sys.stderr)
+    return progress_bar(len(items), iterable=items, desc="claims", unit="claim", enabled=enabled)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -310,26 +310,40 @@ def _plot(res: Any, path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    fig = _figure(res)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _figure(res: Any) -> Any:
+    """Loss, NTK spectrum and displacement along the run: every panel titled and labelled."""
+    import matplotlib.pyplot as plt
     import numpy as np
 
     s = np.array(res.flow.s)
     fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
-    ax[0].semilogy(s, res.flow.loss, "o-", ms=3, label="loss")
+    ax[0].semilogy(s, res.flow.loss, "o-", ms=3, label="measured loss")
     ax[0].semilogy(s, res.loss_initial * np.exp(-res.lambda_0 * s), "--", label=r"$e^{-\lambda_0 s}L(0)$ (eq. 31)")
-    ax[0].semilogy(s, res.loss_initial * np.exp(-2 * res.lambda_0 * s), ":", label=r"$e^{-2\lambda_0 s}L(0)$")
+    ax[0].semilogy(s, res.loss_initial * np.exp(-2 * res.lambda_0 * s), ":", label=r"$e^{-2\lambda_0 s}L(0)$ (linearised)")
+    ax[0].set_title("loss along the flow")
     ax[0].set_xlabel("flow time s")
+    ax[0].set_ylabel("loss L(s)")
     ax[0].legend()
     lmin = np.array(res.flow.lambda_min)
     if lmin.size and np.any(np.isfinite(lmin)):
         ok = np.isfinite(lmin)  # the NTK is computed at --ntk-records records only
-        ax[1].plot(s[ok], lmin[ok], "o-", ms=3)
-    ax[1].axhline(res.lambda_0, ls="--", c="gray")
+        ax[1].plot(s[ok], lmin[ok], "o-", ms=3, label=r"$\lambda_{\min}$ of the NTK at the record")
+    ax[1].axhline(res.lambda_0, ls="--", c="gray", label=r"$\lambda_0$ at initialisation")
     ax[1].set_title(r"NTK $\lambda_{\min}$ along the run")
     ax[1].set_xlabel("flow time s")
-    ax[2].plot(s, res.flow.displacement, "o-", ms=3, label="displacement")
+    ax[1].set_ylabel(r"$\lambda_{\min}$")
+    ax[1].legend()
+    ax[2].plot(s, res.flow.displacement, "o-", ms=3, label="measured displacement")
     ax[2].axhline(res.displacement_bound, ls="--", c="r", label="Thm. 8.5 bound (corrected)")
+    ax[2].set_title("head displacement from initialisation")
     ax[2].set_xlabel("flow time s")
+    ax[2].set_ylabel(r"$W_2(\rho_s, \rho_0)$")
     ax[2].legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig

@@ -36,12 +36,13 @@ References: ``theory/local-convergence.md``; seed 002 eq. 13, Def. 8.4; seed 003
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
+from .._progress import progress_bar
+from ..errors import DomainError, InputError
 from . import _attention
 from ._integrate import FlowStatus
 from .model import (
@@ -57,7 +58,6 @@ from .model import (
     _prepare,
 )
 from .ntk import _ntk_eigenvalues
-from ..errors import DomainError, InputError
 
 __all__ = [
     "FlowResult",
@@ -175,19 +175,10 @@ class FlowResult:
 
 
 def _progress(total: float, enabled: bool | None, desc: str):
-    """A tqdm bar over flow time on stderr: on when ``enabled``, else only on a terminal."""
-    import importlib.util
-
-    if importlib.util.find_spec("ipywidgets") is not None:
-        from tqdm.auto import tqdm
-    else:  # tqdm.auto in a notebook without ipywidgets warns "IProgress not found": plain bar
-        from tqdm import tqdm
-
-    disable = (not sys.stderr.isatty()) if enabled is None else (not enabled)
-    if desc != "gradient flow":
-        return tqdm(total=total, disable=disable, desc=desc, leave=False)
-    return tqdm(total=total, disable=disable, desc=desc, unit="s", leave=False,
-                bar_format="{desc}: {percentage:3.0f}%|{bar}| s={n:.4g}/{total:.4g} [{elapsed}<{remaining}{postfix}]")
+    """A bar on stderr: flow time (3 digits) for the flow, a count for the NTK records."""
+    if desc == "gradient flow":
+        return progress_bar(total, desc=desc, unit="flow time", enabled=enabled, fractional=True)
+    return progress_bar(total, desc=desc, unit="record", enabled=enabled)
 
 
 def _ntk_record_indices(track_ntk: bool | int, n_records: int) -> list[int]:

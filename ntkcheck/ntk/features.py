@@ -26,18 +26,13 @@ References: seed 003 section 3.1, Prop. 5; ``theory/ntk-prop8.md``.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-if importlib.util.find_spec("ipywidgets") is not None:
-    from tqdm.auto import tqdm
-else:  # tqdm.auto in a notebook without ipywidgets warns "IProgress not found": plain bar
-    from tqdm import tqdm
-
+from .._progress import progress_bar
 from .._validate import check_score_range
 from ..cgf.empirical import Empirical, as_laws
 from ..errors import InputError
@@ -306,9 +301,8 @@ def _feature_columns(groups: list[_Group], heads: Heads, h0: int, h1: int,
 
 
 def _progress(total: int, progress: bool) -> Any:
-    # Unit: one atom and one head (N exponentials); disabled for short runs and off a terminal.
-    return tqdm(total=total, desc="attention features", unit="atom-head", unit_scale=True,
-                disable=True if (not progress or total < (1 << 22)) else None)
+    # Unit: one atom and one head (N exponentials); shown when asked, after the first second.
+    return progress_bar(total, desc="attention features", unit="atom-head", enabled=bool(progress))
 
 
 def attention_features(

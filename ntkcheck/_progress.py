@@ -1,0 +1,74 @@
+"""One progress mechanism for every long step (features, Gram, flows, claims).
+
+A tqdm bar on stderr. It is on when asked (``enabled=True``) or, by default, when stderr is
+a terminal; it stays hidden for the first :data:`DELAY` seconds, so short steps print
+nothing and every step that takes longer shows itself, whatever its size. In a notebook
+the widget bar is used only when ``ipywidgets`` is installed (otherwise tqdm warns
+"IProgress not found"), and the text bar is used instead.
+
+``NTKCHECK_PROGRESS_DELAY`` (seconds) overrides the delay, e.g. ``0`` to show every bar.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["DELAY", "progress_bar"]
+
+#: seconds before a bar appears: steps shorter than this print nothing
+DELAY = 1.0
+
+
+def _delay() -> float:
+    raw = os.environ.get("NTKCHECK_PROGRESS_DELAY")
+    if raw is None:
+        return DELAY
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return DELAY
+
+
+def progress_bar(
+    total: float | None = None,
+    *,
+    desc: str,
+    unit: str,
+    enabled: bool | None = None,
+    iterable: Iterable[Any] | None = None,
+    fractional: bool = False,
+) -> Any:
+    """A progress bar in real units.
+
+    Parameters
+    ----------
+    total : float, optional
+        Amount of work in ``unit`` (atom-heads, flow time, claims).
+    desc, unit : str
+        What is done and in which unit.
+    enabled : bool or None
+        ``True`` / ``False`` force the bar on or off (``--progress`` / ``--no-progress``);
+        ``None`` shows it when stderr is a terminal.
+    iterable : iterable, optional
+        Wrap an iterable instead of counting by hand.
+    fractional : bool
+        The unit is continuous (flow time): counts print with three significant digits.
+    """
+    if importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm import tqdm
+
+    disable = (not sys.stderr.isatty()) if enabled is None else (not enabled)
+    kw: dict[str, Any] = {"total": total, "desc": desc, "unit": unit, "disable": disable, "leave": False,
+                          "file": sys.stderr, "delay": _delay(), "mininterval": 0.25}
+    if fractional:
+        kw["bar_format"] = ("{desc}: {percentage:3.0f}%|{bar}| {n:.3g}/{total:.3g} " + unit
+                            + " [{elapsed}<{remaining}{postfix}]")
+    else:
+        kw["unit_scale"] = True
+    return tqdm(iterable, **kw) if iterable is not None else tqdm(**kw)
