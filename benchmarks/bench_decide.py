@@ -29,9 +29,9 @@ import scipy.linalg
 import sympy as sp
 from flint import arb, arb_mat, ctx
 
+from ntkcheck.cgf import Empirical, UniformCube
 from ntkcheck.independence._rows import _exact_rows_all
 from ntkcheck.independence.decision import candidate_directions, decide
-from ntkcheck.cgf import Empirical, UniformCube
 
 AIMS = {("auto", 128): 0.5, ("auto", 256): 2.0, ("interval", 128): 2.0}
 

@@ -10,8 +10,10 @@ from pathlib import Path
 import ntkcheck
 from ntkcheck.io.files import bundled_path
 
+DEFAULT_OUT = Path(__file__).resolve().parent / "screen_report.png"
 
-def main(out: Path = Path(__file__).resolve().parent / "screen_report.png") -> Path:
+
+def main(out: Path = DEFAULT_OUT) -> Path:
     report = ntkcheck.screen()
     print(report.bottom_line)
     return ntkcheck.plot_report(report, ntkcheck.load_samples(bundled_path()), out)

@@ -45,39 +45,6 @@ __all__ = [
 ]
 
 # CGFs of token sets
-from .cgf.core import cgf_gradient as cgf_gradient
-from .cgf.core import cgf_hessian as cgf_hessian
-from .cgf.core import cumulants_1d_exact as cumulants_1d_exact
-from .cgf.core import joint_cumulants as joint_cumulants
-from .cgf.core import log_mgf as log_mgf
-
-# the seed's sufficient conditions
-from .independence.conditions import gap_condition as gap_condition
-from .independence.conditions import vandermonde_condition as vandermonde_condition
-
-# the decision engine
-from .independence.decision import decide as decide
-from .independence.results import Decision as Decision
-from .independence.results import Verdict as Verdict
-
-# the NTK Gram at FixUp (module ``ntkcheck.ntk.gram_matrix``; the function is ``gram``)
-from .ntk.features import Heads as Heads
-from .ntk.features import init_heads as init_heads
-from .ntk.gram_matrix import GramResult as GramResult
-from .ntk.gram_matrix import gram as gram
-
-# screening token data (module ``ntkcheck.screening``; the function is ``screen``)
-from .screening import ScreenReport as ScreenReport
-from .screening import plot_report as plot_report
-from .screening import screen as screen
-
-# errors
-from .errors import DomainError as DomainError
-from .errors import InputError as InputError
-from .errors import NtkcheckError as NtkcheckError
-from .errors import NtkcheckWarning as NtkcheckWarning
-from .errors import PrecisionError as PrecisionError
-
 # token distributions
 from .cgf import Dirac as Dirac
 from .cgf import Empirical as Empirical
@@ -89,10 +56,42 @@ from .cgf import GaussianMixture2 as GaussianMixture2
 from .cgf import Laplace as Laplace
 from .cgf import Translation as Translation
 from .cgf import UniformCube as UniformCube
+from .cgf.core import cgf_gradient as cgf_gradient
+from .cgf.core import cgf_hessian as cgf_hessian
+from .cgf.core import cumulants_1d_exact as cumulants_1d_exact
+from .cgf.core import joint_cumulants as joint_cumulants
+from .cgf.core import log_mgf as log_mgf
+
+# errors
+from .errors import DomainError as DomainError
+from .errors import InputError as InputError
+from .errors import NtkcheckError as NtkcheckError
+from .errors import NtkcheckWarning as NtkcheckWarning
+from .errors import PrecisionError as PrecisionError
+
+# the seed's sufficient conditions
+from .independence.conditions import gap_condition as gap_condition
+from .independence.conditions import vandermonde_condition as vandermonde_condition
+
+# the decision engine
+from .independence.decision import decide as decide
+from .independence.results import Decision as Decision
+from .independence.results import Verdict as Verdict
 
 # token files
 from .io.files import load_laws as load_laws
 from .io.files import load_samples as load_samples
+
+# the NTK Gram at FixUp (module ``ntkcheck.ntk.gram_matrix``; the function is ``gram``)
+from .ntk.features import Heads as Heads
+from .ntk.features import init_heads as init_heads
+from .ntk.gram_matrix import GramResult as GramResult
+from .ntk.gram_matrix import gram as gram
+
+# screening token data (module ``ntkcheck.screening``; the function is ``screen``)
+from .screening import ScreenReport as ScreenReport
+from .screening import plot_report as plot_report
+from .screening import screen as screen
 
 __version__ = "0.1.0"
 

@@ -49,11 +49,11 @@ from typing import Any
 
 import numpy as np
 
-from .ntk.crosscheck import CrosscheckResult, crosscheck
-from .independence.results import format_vector, no_truth_value
-from .errors import InputError
 from .cgf import Empirical, as_laws
+from .errors import InputError
+from .independence.results import format_vector, no_truth_value
 from .ntk.certificate import MAX_CERTIFY_TOKENS, _certify
+from .ntk.crosscheck import CrosscheckResult, crosscheck
 from .ntk.features import Heads, _atom_count, init_heads
 from .ntk.gram_matrix import GramResult, gram
 from .ntk.structure import DependenceStructure, dependence_structure

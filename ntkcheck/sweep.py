@@ -136,7 +136,7 @@ class SweepResult:
         """Per ``(file, heads)``: the ``(q_scale, b_scale)`` with the largest median
         ``screened_lambda_min`` over seeds, and how many of its seeds are certified positive."""
         out = []
-        for f, h in sorted({(r.file, r.heads) for r in self.rows}):
+        for f, h in list(dict.fromkeys((r.file, r.heads) for r in self.rows)):
             qs, bs, Z = self.median_grid(f, h)
             if np.all(np.isnan(Z)):
                 continue
@@ -174,7 +174,7 @@ class SweepResult:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        panels = sorted({(r.file, r.heads) for r in self.rows})
+        panels = list(dict.fromkeys((r.file, r.heads) for r in self.rows))
         fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.4), squeeze=False)
         for ax, (f, h) in zip(axes[0], panels):
             qs, bs, Z = self.median_grid(f, h)
@@ -319,7 +319,8 @@ def sweep(
     Returns
     -------
     SweepResult
-        Rows sorted by ``(file, heads, q_scale, b_scale, seed)``, whatever the completion order.
+        Rows sorted by ``(file, heads, q_scale, b_scale, seed)`` (files in the order given), whatever the
+        completion order.
 
     Examples
     --------
@@ -359,7 +360,8 @@ def sweep(
     else:
         mode = _run_dask(laws, tasks, dist, certify, arrived, client, scheduler, workers, threads, processes,
                          progress)
-    rows.sort(key=lambda r: r.key)
+    order = {f: i for i, f in enumerate(laws)}  # files in the order given, not by path string
+    rows.sort(key=lambda r: (order[r.file],) + r.key[1:])
     return SweepResult(rows=tuple(rows), mode=mode, seconds=time.perf_counter() - t0, dist=dist)
 
 

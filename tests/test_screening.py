@@ -9,9 +9,9 @@ import pytest
 
 import ntkcheck.cli as cli
 from ntkcheck.errors import InputError
+from ntkcheck.io.files import bundled_path, load_samples
 from ntkcheck.ntk.features import init_heads
 from ntkcheck.ntk.gram_matrix import gram
-from ntkcheck.io.files import bundled_path, load_samples
 from ntkcheck.screening import load_heads, plot_report, screen
 
 

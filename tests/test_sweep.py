@@ -141,3 +141,12 @@ def test_cli_bad_input_one_line(capsys):
     assert main(["sweep", "--serial", "/no/such/file.npz"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no such file" in err[0]
+
+
+def test_rows_follow_the_order_the_files_were_given(tmp_path):
+    """Rows come in the order the files were given, whatever their paths sort to."""
+    p = tmp_path / "t.npy"
+    np.save(p, np.random.default_rng(6).standard_normal((3, 4, 2)))
+    for files in ([str(p), str(bundled_path())], [str(bundled_path()), str(p)]):
+        r = sweep(files, heads=(24,), q_scales=(1.0,), b_scales=(1.0,), seeds=(0,), serial=True)
+        assert [row.file for row in r.rows] == files

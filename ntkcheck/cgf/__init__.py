@@ -17,45 +17,45 @@ May import: the base modules (:mod:`ntkcheck.errors`, :mod:`ntkcheck._validate`,
 
 from __future__ import annotations
 
-# core
-from .core import normalize_weights as normalize_weights
-from .core import log_mgf as log_mgf
-from .core import cgf_gradient as cgf_gradient
-from .core import cgf_hessian as cgf_hessian
-from .core import log_mgf_mp as log_mgf_mp
-from .core import taylor_1d_exact as taylor_1d_exact
-from .core import taylor_1d_arb as taylor_1d_arb
-from .core import series_log_mgf_exact as series_log_mgf_exact
-from .core import series_log_mgf_arb as series_log_mgf_arb
-from .core import cumulants_1d_exact as cumulants_1d_exact
-from .core import joint_cumulants as joint_cumulants
-from .core import to_fraction as to_fraction
-from .core import to_fmpq as to_fmpq
-
 # base
 from .base import Family as Family
 from .base import VandermondeForm as VandermondeForm
+
+# compact
+from .compact import Dirac as Dirac
+from .compact import UniformCube as UniformCube
+from .core import cgf_gradient as cgf_gradient
+from .core import cgf_hessian as cgf_hessian
+from .core import cumulants_1d_exact as cumulants_1d_exact
+from .core import joint_cumulants as joint_cumulants
+from .core import log_mgf as log_mgf
+from .core import log_mgf_mp as log_mgf_mp
+
+# core
+from .core import normalize_weights as normalize_weights
+from .core import series_log_mgf_arb as series_log_mgf_arb
+from .core import series_log_mgf_exact as series_log_mgf_exact
+from .core import taylor_1d_arb as taylor_1d_arb
+from .core import taylor_1d_exact as taylor_1d_exact
+from .core import to_fmpq as to_fmpq
+from .core import to_fraction as to_fraction
 
 # empirical
 from .empirical import Empirical as Empirical
 from .empirical import as_laws as as_laws
 from .empirical import exact_masses as exact_masses
-
-# compact
-from .compact import Dirac as Dirac
-from .compact import UniformCube as UniformCube
-
-# gaussian
-from .gaussian import Laplace as Laplace
-from .gaussian import Gaussian as Gaussian
-from .gaussian import GaussianMixture2 as GaussianMixture2
+from .families import FAMILY_NAMES as FAMILY_NAMES
+from .families import EmpiricalConvolution as EmpiricalConvolution
 
 # families
 from .families import GaussianConvolution as GaussianConvolution
 from .families import Translation as Translation
-from .families import EmpiricalConvolution as EmpiricalConvolution
-from .families import FAMILY_NAMES as FAMILY_NAMES
 from .families import family_from_name as family_from_name
+from .gaussian import Gaussian as Gaussian
+from .gaussian import GaussianMixture2 as GaussianMixture2
+
+# gaussian
+from .gaussian import Laplace as Laplace
 
 __all__ = [
     'normalize_weights',

@@ -12,32 +12,6 @@ May import: :mod:`ntkcheck.ntk`, :mod:`ntkcheck.io`, :mod:`ntkcheck.cgf` and the
 
 from __future__ import annotations
 
-# model
-from .model import AttentionParams as AttentionParams
-from .model import init_params as init_params
-from .model import forward as forward
-from .model import loss_and_grad as loss_and_grad
-
-# ntk
-from .ntk import NTKSpectrum as NTKSpectrum
-from .ntk import ntk_spectrum as ntk_spectrum
-
-# flow
-from .flow import FlowResult as FlowResult
-from .flow import FlowStatus as FlowStatus
-from .flow import FlowTime as FlowTime
-from .flow import flow_time as flow_time
-from .flow import gradient_flow as gradient_flow
-
-# lipschitz
-from .lipschitz import LipschitzBound as LipschitzBound
-from .lipschitz import lipschitz_bound as lipschitz_bound
-from .lipschitz import ConvergenceCertificate as ConvergenceCertificate
-from .lipschitz import convergence_certificate as convergence_certificate
-from .lipschitz import certificate_from_spectrum as certificate_from_spectrum
-from .lipschitz import readout_ntk_fixup as readout_ntk_fixup
-from .lipschitz import ROUNDING_MARGIN as ROUNDING_MARGIN
-
 # _experiment
 from ._experiment import default_samples as default_samples
 from ._experiment import overlap_example as overlap_example
@@ -46,6 +20,36 @@ from ._experiment import overlap_example as overlap_example
 from .convergence import LocalConvergence as LocalConvergence
 from .convergence import local_convergence as local_convergence
 
+# depth
+from .depth import DepthConvergence as DepthConvergence
+from .depth import depth_convergence as depth_convergence
+
+# flow
+from .flow import FlowResult as FlowResult
+from .flow import FlowStatus as FlowStatus
+from .flow import FlowTime as FlowTime
+from .flow import flow_time as flow_time
+from .flow import gradient_flow as gradient_flow
+from .lipschitz import ROUNDING_MARGIN as ROUNDING_MARGIN
+from .lipschitz import ConvergenceCertificate as ConvergenceCertificate
+
+# lipschitz
+from .lipschitz import LipschitzBound as LipschitzBound
+from .lipschitz import certificate_from_spectrum as certificate_from_spectrum
+from .lipschitz import convergence_certificate as convergence_certificate
+from .lipschitz import lipschitz_bound as lipschitz_bound
+from .lipschitz import readout_ntk_fixup as readout_ntk_fixup
+
+# model
+from .model import AttentionParams as AttentionParams
+from .model import forward as forward
+from .model import init_params as init_params
+from .model import loss_and_grad as loss_and_grad
+
+# ntk
+from .ntk import NTKSpectrum as NTKSpectrum
+from .ntk import ntk_spectrum as ntk_spectrum
+
 # plateau
 from .plateau import KernelPlateau as KernelPlateau
 from .plateau import kernel_plateau as kernel_plateau
@@ -53,10 +57,6 @@ from .plateau import kernel_plateau as kernel_plateau
 # sweep
 from .sweep import EpsSweep as EpsSweep
 from .sweep import eps_sweep as eps_sweep
-
-# depth
-from .depth import DepthConvergence as DepthConvergence
-from .depth import depth_convergence as depth_convergence
 
 __all__ = [
     'AttentionParams',

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from .._validate import as_token_set
-from ..errors import DomainError, InputError
 from ..cgf import Empirical, as_laws
+from ..errors import DomainError, InputError
 
 #: the dense NTK (rows x parameters of Q and b) is assembled only below this many bytes
 NTK_MEMORY = 1 << 30

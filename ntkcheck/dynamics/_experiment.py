@@ -14,9 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from . import _attention
-from .model import AttentionParams, _Batch, _check_loss, _forward, _outputs, _prepare, _weights, init_params
 from ..cgf import as_laws
+from . import _attention
+from .model import (
+    AttentionParams,
+    _Batch,
+    _check_loss,
+    _forward,
+    _outputs,
+    _prepare,
+    _weights,
+    init_params,
+)
 
 __all__ = [
     "default_samples",

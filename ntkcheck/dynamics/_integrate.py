@@ -40,8 +40,8 @@ from enum import Enum
 
 import numpy as np
 
-from ._attention import _Linear, phi
 from ..errors import DomainError
+from ._attention import _Linear, phi
 
 #: the vector field: parameters -> (loss, f(theta) = -m grad Loss)
 Field = Callable[[np.ndarray], tuple[float, np.ndarray]]

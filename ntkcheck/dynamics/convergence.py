@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import DomainError
 from ._experiment import _default_params, _fit_slope, _from_weighted, _setup, _targets_from
 from .flow import FlowResult, flow_time, gradient_flow
 from .model import AttentionParams, LossKind
-from ..errors import DomainError
 
 __all__ = [
     "LocalConvergence",

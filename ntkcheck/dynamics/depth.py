@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from .._validate import as_samples
 from ._experiment import _fit_slope
 from .flow import gradient_flow
 from .model import LossKind, _Batch, _forward, _outputs, init_params
-from .._validate import as_samples
 
 __all__ = [
     "DepthConvergence",

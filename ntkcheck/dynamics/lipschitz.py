@@ -167,8 +167,8 @@ def _sample_bounds(R0: float, *, layers: int, tau: float, v_rho: float, v_inf: f
 
 def _check_model(samples: Any, params: Any, layers: int, T: float, loss: str) -> list[np.ndarray]:
     """Validate the model arguments; return the atoms of each sample (the bound needs only their norms)."""
-    from .model import AttentionParams
     from ..cgf import as_laws
+    from .model import AttentionParams
 
     if loss not in ("readout", "tokens"):
         raise InputError(f"loss: expected 'readout' or 'tokens', got {loss!r}")
@@ -489,8 +489,8 @@ def readout_ntk_fixup(samples: Any, Q: np.ndarray, b: np.ndarray, *, T: float = 
 
     References: seed 002 Def. 8.4, Thm. 8.5; ``theory/local-convergence.md``.
     """
-    from ..cgf.core import cgf_gradient
     from ..cgf import as_laws
+    from ..cgf.core import cgf_gradient
 
     laws = as_laws(samples)
     Q, b = np.asarray(Q, dtype=np.float64), np.asarray(b, dtype=np.float64)

@@ -43,9 +43,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import _attention
 from .._validate import as_samples, check_score_range
 from ..errors import DomainError, InputError
+from . import _attention
 
 __all__ = [
     "AttentionParams",

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from ..cgf import as_laws
+from ..errors import DomainError, InputError
 from ._experiment import _from_weighted, _setup, _targets_from, _weighted_flat, overlap_example
 from .flow import FlowResult, gradient_flow
 from .model import init_params
-from ..errors import DomainError, InputError
-from ..cgf import as_laws
 
 __all__ = [
     "KernelPlateau",

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .convergence import local_convergence
 from ..errors import InputError
+from .convergence import local_convergence
 
 __all__ = [
     "EpsSweep",

@@ -14,58 +14,58 @@ May import: :mod:`ntkcheck.cgf` and the base modules.
 
 from __future__ import annotations
 
-# results
-from .results import Verdict as Verdict
-from .results import Decision as Decision
-from .results import Structural as Structural
-from .results import StrongFromWeak as StrongFromWeak
-from .results import ViaStrong as ViaStrong
-from .results import Inconclusive as Inconclusive
-from .results import NullVectorEvidence as NullVectorEvidence
-from .results import VerifiedNullVector as VerifiedNullVector
-from .results import TruncationNullSpace as TruncationNullSpace
+# conditions
+from .conditions import GapCondition as GapCondition
+from .conditions import VandermondeCondition as VandermondeCondition
+from .conditions import gap_condition as gap_condition
+from .conditions import vandermonde_condition as vandermonde_condition
+from .decision import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from .decision import as_measures as as_measures
 
 # decision
 from .decision import decide as decide
-from .decision import as_measures as as_measures
-from .decision import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 
-# rank
-from .rank import PRIMES as PRIMES
-from .rank import ExactMinor as ExactMinor
-from .rank import BallBound as BallBound
-from .rank import Scaled as Scaled
-from .rank import scale_rows as scale_rows
-from .rank import float_screen as float_screen
-from .rank import choose_columns as choose_columns
-from .rank import ball_full_rank as ball_full_rank
-from .rank import ball_attempt as ball_attempt
-from .rank import modp_full_rank as modp_full_rank
-from .rank import exact_nullspace as exact_nullspace
-from .rank import qstr as qstr
-
-# identities
-from .identities import IdentityProof as IdentityProof
-from .identities import product_identity as product_identity
-from .identities import product_identity_decides as product_identity_decides
-from .identities import term_identity as term_identity
-from .identities import symbolic_identity as symbolic_identity
-from .identities import numerically_affine as numerically_affine
-from .identities import prove_dependence as prove_dependence
+# examples
+from .examples import SeedExample as SeedExample
+from .examples import seed_examples as seed_examples
 
 # exp_gauss
 from .exp_gauss import ExpGaussForm as ExpGaussForm
 from .exp_gauss import exp_gauss_form as exp_gauss_form
 
-# conditions
-from .conditions import GapCondition as GapCondition
-from .conditions import gap_condition as gap_condition
-from .conditions import VandermondeCondition as VandermondeCondition
-from .conditions import vandermonde_condition as vandermonde_condition
+# identities
+from .identities import IdentityProof as IdentityProof
+from .identities import numerically_affine as numerically_affine
+from .identities import product_identity as product_identity
+from .identities import product_identity_decides as product_identity_decides
+from .identities import prove_dependence as prove_dependence
+from .identities import symbolic_identity as symbolic_identity
+from .identities import term_identity as term_identity
 
-# examples
-from .examples import SeedExample as SeedExample
-from .examples import seed_examples as seed_examples
+# rank
+from .rank import PRIMES as PRIMES
+from .rank import BallBound as BallBound
+from .rank import ExactMinor as ExactMinor
+from .rank import Scaled as Scaled
+from .rank import ball_attempt as ball_attempt
+from .rank import ball_full_rank as ball_full_rank
+from .rank import choose_columns as choose_columns
+from .rank import exact_nullspace as exact_nullspace
+from .rank import float_screen as float_screen
+from .rank import modp_full_rank as modp_full_rank
+from .rank import qstr as qstr
+from .rank import scale_rows as scale_rows
+from .results import Decision as Decision
+from .results import Inconclusive as Inconclusive
+from .results import NullVectorEvidence as NullVectorEvidence
+from .results import StrongFromWeak as StrongFromWeak
+from .results import Structural as Structural
+from .results import TruncationNullSpace as TruncationNullSpace
+
+# results
+from .results import Verdict as Verdict
+from .results import VerifiedNullVector as VerifiedNullVector
+from .results import ViaStrong as ViaStrong
 
 __all__ = [
     'Verdict',

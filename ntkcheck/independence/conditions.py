@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from .rank import qstr
 from .._validate import as_samples
 from ..cgf.core import _project_exact, normalize_weights, to_fraction
 from ..errors import InputError
+from .rank import qstr
 
 __all__ = ["GapCondition", "gap_condition", "VandermondeCondition", "vandermonde_condition"]
 

@@ -39,10 +39,8 @@ import numpy as np
 
 from .._budget import Budget, OutOfTime
 from .._validate import rational_direction as _direction
-from .conditions import gap_condition, vandermonde_condition
-from ..errors import DomainError, InputError, PrecisionError
 from ..cgf import Empirical, Family, as_laws
-from .identities import IdentityProof, prove_dependence
+from ..errors import DomainError, InputError, PrecisionError
 from ._full_rank import _certify, _margin_at
 from ._rows import (
     EXACT_NULLSPACE_MAX_N,
@@ -56,6 +54,8 @@ from ._rows import (
     _series,
     _two_precision_null,
 )
+from .conditions import gap_condition, vandermonde_condition
+from .identities import IdentityProof, prove_dependence
 from .results import (
     Decision,
     Inconclusive,

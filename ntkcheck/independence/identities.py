@@ -43,7 +43,6 @@ from typing import Any
 import sympy as sp
 
 from .._budget import UNLIMITED, Budget
-from .rank import qstr
 from ..cgf import (
     Empirical,
     EmpiricalConvolution,
@@ -54,6 +53,7 @@ from ..cgf import (
     UniformCube,
 )
 from .exp_gauss import Mat, Vec, _add_mat, _mul, _zero, exp_gauss_form
+from .rank import qstr
 
 __all__ = [
     "IdentityProof",

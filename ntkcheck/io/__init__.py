@@ -9,10 +9,11 @@ May import: :mod:`ntkcheck.cgf` and the base modules.
 
 from __future__ import annotations
 
+from .files import bundled_path as bundled_path
+from .files import load_laws as load_laws
+
 # files
 from .files import load_samples as load_samples
-from .files import load_laws as load_laws
-from .files import bundled_path as bundled_path
 
 __all__ = [
     'load_samples',

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from .._validate import as_samples
-from ..errors import InputError
 from ..cgf import Empirical, as_laws
+from ..errors import InputError
 
 __all__ = ["load_samples", "load_laws", "bundled_path"]
 

@@ -11,37 +11,37 @@ May import: :mod:`ntkcheck.independence`, :mod:`ntkcheck.cgf` and the base modul
 
 from __future__ import annotations
 
-# features
-from .features import Heads as Heads
-from .features import init_heads as init_heads
-from .features import attention_features as attention_features
-
 # certificate
 from .certificate import GramCertificate as GramCertificate
-from .certificate import gram_matrix_arb as gram_matrix_arb
-from .certificate import certify_lambda_min as certify_lambda_min
 from .certificate import PositivityCertificate as PositivityCertificate
-from .certificate import certify_positive as certify_positive
 from .certificate import certify_gram_enclosure as certify_gram_enclosure
-
-# gram_matrix
-from .gram_matrix import GramResult as GramResult
-from .gram_matrix import gram as gram
-from .gram_matrix import SampleSize as SampleSize
-from .gram_matrix import merge_note as merge_note
-from .gram_matrix import RESOLUTION_EIGH as RESOLUTION_EIGH
-from .gram_matrix import RESOLUTION_SVD as RESOLUTION_SVD
-from .gram_matrix import POSITIVE_REL as POSITIVE_REL
+from .certificate import certify_lambda_min as certify_lambda_min
+from .certificate import certify_positive as certify_positive
+from .certificate import gram_matrix_arb as gram_matrix_arb
+from .crosscheck import KERNEL_RTOL as KERNEL_RTOL
+from .crosscheck import CrosscheckResult as CrosscheckResult
+from .crosscheck import KernelComparison as KernelComparison
 
 # crosscheck
 from .crosscheck import KernelPrediction as KernelPrediction
-from .crosscheck import KernelComparison as KernelComparison
-from .crosscheck import CrosscheckResult as CrosscheckResult
-from .crosscheck import predicted_kernel_vector as predicted_kernel_vector
-from .crosscheck import kernel_residual as kernel_residual
-from .crosscheck import subspace_residual as subspace_residual
 from .crosscheck import crosscheck as crosscheck
-from .crosscheck import KERNEL_RTOL as KERNEL_RTOL
+from .crosscheck import kernel_residual as kernel_residual
+from .crosscheck import predicted_kernel_vector as predicted_kernel_vector
+from .crosscheck import subspace_residual as subspace_residual
+
+# features
+from .features import Heads as Heads
+from .features import attention_features as attention_features
+from .features import init_heads as init_heads
+from .gram_matrix import POSITIVE_REL as POSITIVE_REL
+from .gram_matrix import RESOLUTION_EIGH as RESOLUTION_EIGH
+from .gram_matrix import RESOLUTION_SVD as RESOLUTION_SVD
+
+# gram_matrix
+from .gram_matrix import GramResult as GramResult
+from .gram_matrix import SampleSize as SampleSize
+from .gram_matrix import gram as gram
+from .gram_matrix import merge_note as merge_note
 
 # relations
 from .relations import Relation as Relation

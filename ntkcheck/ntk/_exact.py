@@ -14,7 +14,6 @@ import numpy as np
 
 from ..cgf import Empirical
 
-
 # ---------------------------------------------------------------- exact views of the laws
 
 

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from ..cgf import Empirical, Family, as_laws
 from ..cgf.core import to_fraction
 from ..errors import InputError
-from ..cgf import Empirical, Family, as_laws
 from ..independence.results import no_truth_value
 from .features import Heads, _as_heads, _features
 from .gram_matrix import (

@@ -61,8 +61,8 @@ import scipy.linalg as sla
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
 from .._validate import check_score_range
-from ..errors import InputError, NtkcheckWarning
 from ..cgf import Empirical, as_laws
+from ..errors import InputError, NtkcheckWarning
 from ..independence.results import no_truth_value
 from .certificate import MAX_CERTIFY_TOKENS, GramCertificate, _certify, certify_positive
 from .features import (  # noqa: F401  (init_heads: used by the doctest of gram)

@@ -71,33 +71,33 @@ def _hypothesis_setup_hook() -> None:
 
 
 # tokens
-from .tokens import token_sets as token_sets  # noqa: E402
-from .tokens import rational_token_sets as rational_token_sets  # noqa: E402
-from .tokens import shared_atom_token_sets as shared_atom_token_sets  # noqa: E402
-from .tokens import directions as directions  # noqa: E402
-from .tokens import rationals as rationals  # noqa: E402
+from .families import Dependent as Dependent  # noqa: E402
+
+# the registration run by the hypothesis entry point
+from .families import _register_types  # noqa: E402
+from .families import dependent_constructions as dependent_constructions  # noqa: E402
 
 # families
 from .families import dirac as dirac  # noqa: E402
-from .families import uniform_cubes as uniform_cubes  # noqa: E402
-from .families import laplaces as laplaces  # noqa: E402
-from .families import gaussians as gaussians  # noqa: E402
-from .families import gaussian_mixtures as gaussian_mixtures  # noqa: E402
 from .families import gaussian_convolutions as gaussian_convolutions  # noqa: E402
-from .families import Dependent as Dependent  # noqa: E402
+from .families import gaussian_mixtures as gaussian_mixtures  # noqa: E402
+from .families import gaussians as gaussians  # noqa: E402
+from .families import laplaces as laplaces  # noqa: E402
+from .families import many_gaussians as many_gaussians  # noqa: E402
+from .families import shared_covariance_gaussians as shared_covariance_gaussians  # noqa: E402
+from .families import single_diracs as single_diracs  # noqa: E402
 from .families import translates as translates  # noqa: E402
 from .families import two_point_products as two_point_products  # noqa: E402
-from .families import single_diracs as single_diracs  # noqa: E402
-from .families import shared_covariance_gaussians as shared_covariance_gaussians  # noqa: E402
-from .families import many_gaussians as many_gaussians  # noqa: E402
-from .families import dependent_constructions as dependent_constructions  # noqa: E402
+from .families import uniform_cubes as uniform_cubes  # noqa: E402
 
 # heads
 from .heads import HeadsSpec as HeadsSpec  # noqa: E402
 from .heads import heads as heads  # noqa: E402
-
-# the registration run by the hypothesis entry point
-from .families import _register_types  # noqa: E402
+from .tokens import directions as directions  # noqa: E402
+from .tokens import rational_token_sets as rational_token_sets  # noqa: E402
+from .tokens import rationals as rationals  # noqa: E402
+from .tokens import shared_atom_token_sets as shared_atom_token_sets  # noqa: E402
+from .tokens import token_sets as token_sets  # noqa: E402
 
 __all__ = [
     "token_sets",

@@ -16,8 +16,6 @@ from helpers import RTOL_FLOAT_VS_MP, arb_contains_exact, fd_derivatives, lln_to
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ntkcheck.cgf import core as cgf
-from ntkcheck.errors import DomainError, InputError, PrecisionError
 from ntkcheck.cgf import (
     FAMILY_NAMES,
     Dirac,
@@ -32,6 +30,8 @@ from ntkcheck.cgf import (
     UniformCube,
     family_from_name,
 )
+from ntkcheck.cgf import core as cgf
+from ntkcheck.errors import DomainError, InputError, PrecisionError
 
 # a dyadic direction, so the float path (cgf_1d) and the exact paths see the same w
 W = ("3/4", "-1/2")

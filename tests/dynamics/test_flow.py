@@ -16,10 +16,12 @@ import mpmath
 import numpy as np
 import pytest
 
-from ntkcheck.dynamics import _attention, _integrate
+from ntkcheck.cgf import Empirical
 from ntkcheck.cli import main
 from ntkcheck.dynamics import (
     FlowStatus,
+    _attention,
+    _integrate,
     flow_time,
     forward,
     gradient_flow,
@@ -31,7 +33,6 @@ from ntkcheck.dynamics import (
     overlap_example,
 )
 from ntkcheck.errors import DomainError, InputError
-from ntkcheck.cgf import Empirical
 
 #: two float64 routes through the same arithmetic (atoms with log-masses vs summed copies,
 #: GEMM vs loops): rounding of O(1) quantities over a few layers.

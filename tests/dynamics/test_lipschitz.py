@@ -13,14 +13,14 @@ import math
 import numpy as np
 import pytest
 
-from ntkcheck.dynamics import AttentionParams, forward, gradient_flow, init_params, ntk_spectrum
-from ntkcheck.errors import DomainError, InputError
 from ntkcheck.cgf import as_laws
+from ntkcheck.dynamics import AttentionParams, forward, gradient_flow, init_params, ntk_spectrum
 from ntkcheck.dynamics.lipschitz import (
     convergence_certificate,
     lipschitz_bound,
     readout_ntk_fixup,
 )
+from ntkcheck.errors import DomainError, InputError
 
 #: central differences of O(1) outputs with h = 1e-6: truncation ~h^2 = 1e-12, rounding
 #: ~1e-16 / h = 1e-10 relative; the compared ratios are O(1e-2..1) and the bound exceeds them

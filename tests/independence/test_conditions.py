@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ntkcheck.cgf import Laplace, UniformCube
+from ntkcheck.errors import InputError
 from ntkcheck.independence.conditions import gap_condition, vandermonde_condition
 from ntkcheck.independence.decision import decide
 from ntkcheck.independence.results import Verdict
-from ntkcheck.errors import InputError
-from ntkcheck.cgf import Laplace, UniformCube
 
 
 @given(st.integers(2, 8), st.integers(2, 6), st.integers(0, 2**31 - 1))

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ntkcheck.independence.decision import decide
-from ntkcheck.independence.results import Verdict
-from ntkcheck.errors import DomainError, InputError, PrecisionError
-from ntkcheck.independence.examples import seed_examples
 from ntkcheck.cgf import Empirical, EmpiricalConvolution, UniformCube
+from ntkcheck.errors import DomainError, InputError, PrecisionError
+from ntkcheck.independence.decision import decide
+from ntkcheck.independence.examples import seed_examples
+from ntkcheck.independence.results import Verdict
 
 EXAMPLES = seed_examples()
 

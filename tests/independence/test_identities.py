@@ -75,9 +75,9 @@ def test_hyperbolic_vs_log_sum_exp_by_the_product_identity():
     """The two-point law {-1, 1} and the mixture (1/2)N(1, 0) + (1/2)N(-1, 0) are one law:
     log cosh = log-sum-exp. The mixture's MGF is the exponential polynomial (e^t + e^-t)/2,
     so the exact product identity proves it (no sympy)."""
+    from ntkcheck.cgf import GaussianMixture2
     from ntkcheck.independence.decision import decide
     from ntkcheck.independence.results import Verdict
-    from ntkcheck.cgf import GaussianMixture2
 
     dec = decide([Empirical(np.array([[-1.0], [1.0]])), GaussianMixture2([1], [[0]])])
     assert dec.verdict is Verdict.DEPENDENT and dec.certificate.kind == "product-identity"

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ntkcheck.cgf import as_laws
 from ntkcheck.cli import main
 from ntkcheck.errors import InputError
-from ntkcheck.cgf import as_laws
 
 pytest.importorskip("tokenizers", reason="the [models] extra is not installed: pip install -e '.[models]'")
 pytest.importorskip("safetensors", reason="the [models] extra is not installed: pip install -e '.[models]'")

@@ -10,9 +10,14 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.special import softmax
 
-from ntkcheck.ntk.crosscheck import KERNEL_RTOL, crosscheck, kernel_residual, predicted_kernel_vector
-from ntkcheck.independence.decision import decide
 from ntkcheck.cgf import Empirical, Gaussian, as_laws
+from ntkcheck.independence.decision import decide
+from ntkcheck.ntk.crosscheck import (
+    KERNEL_RTOL,
+    crosscheck,
+    kernel_residual,
+    predicted_kernel_vector,
+)
 from ntkcheck.ntk.features import init_heads
 from ntkcheck.screening import default_head_count
 from ntkcheck.strategies import single_diracs, token_sets, translates, two_point_products

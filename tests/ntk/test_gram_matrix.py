@@ -8,11 +8,11 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from scipy.special import softmax
 
-from ntkcheck.ntk import features as features_module
-from ntkcheck.ntk import gram_matrix as gram_module
+from ntkcheck.cgf import Empirical, as_laws
 from ntkcheck.cgf.core import cgf_gradient
 from ntkcheck.errors import InputError, NtkcheckWarning
-from ntkcheck.cgf import Empirical, as_laws
+from ntkcheck.ntk import features as features_module
+from ntkcheck.ntk import gram_matrix as gram_module
 from ntkcheck.ntk.certificate import certify_lambda_min, gram_matrix_arb
 from ntkcheck.ntk.features import Heads, attention_features, init_heads
 from ntkcheck.ntk.gram_matrix import (

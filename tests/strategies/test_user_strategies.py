@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ntkcheck.independence.decision import decide
 from ntkcheck.cgf import Dirac, GaussianMixture2, Laplace, UniformCube
+from ntkcheck.independence.decision import decide
 from ntkcheck.strategies import dependent_constructions, token_sets, uniform_cubes
 
 
