@@ -52,7 +52,7 @@ import numpy as np
 from .cgf import Empirical, as_laws
 from .errors import InputError
 from .independence.results import format_vector, no_truth_value
-from .ntk.certificate import MAX_CERTIFY_TOKENS, _certify
+from .ntk.certificate import MAX_CERTIFY_TOKENS, GramCertificate, _certify, certify_positive
 from .ntk.crosscheck import CrosscheckResult, crosscheck
 from .ntk.features import Heads, _atom_count, init_heads
 from .ntk.gram_matrix import GramResult, gram
@@ -92,10 +92,17 @@ def _certify_cost(laws: list[Empirical], heads: Heads) -> int:
 
 
 def _certified(laws: list[Empirical], heads: Heads, g: GramResult, max_bits: int) -> GramResult:
-    """``g`` with an Arb certificate when float64 saw it positive and the certificate is cheap
-    ("positive" is claimed only with a rigorous lower bound); ``g`` itself otherwise."""
-    if not g.positive or g.certified is not None or _certify_cost(laws, heads) > CERTIFY_BUDGET:
+    """``g`` with a certificate when float64 saw it positive: Arb when cheap, else the float64
+    route with proved error bounds (``positive`` is claimed only with a rigorous lower bound)."""
+    if not g.positive or g.certified is not None:
         return g
+    if _certify_cost(laws, heads) > CERTIFY_BUDGET:  # too large for Arb: float64 with proved error bounds
+        pc = certify_positive(laws, heads, arb=False)
+        cert = GramCertificate("float64-cholesky" if pc.positive else "inconclusive", pc.lower_bound, 53,
+                               pc.statement)
+        note = ("positivity certified by float64 error bounds and a verified Cholesky" if pc.positive else
+                f"float64 certification inconclusive ({pc.statement}): positivity is seen in float64 only")
+        return replace(g, certified=cert, notes=(*g.notes, note))
     cert = _certify(laws, heads, max_bits=max_bits)
     note = ("positivity certified in Arb ball arithmetic" if cert.positive else
             "Arb certification inconclusive: positivity is seen in float64 only")

@@ -325,3 +325,15 @@ def test_table_fits_100_columns_without_reprs():
     assert max(map(len, text.splitlines())) <= 100
     assert "GramCertificate(" not in text and "Decision(" not in text
     assert text.endswith(rep.bottom_line.splitlines()[-1])
+
+
+def test_screen_certifies_past_the_arb_size_with_the_float64_route():
+    """M = 320 distinct atoms is past the Arb route (256): a Gram positive in float64 is certified
+    by the float64 route with proved error bounds. Its lower bound must sit below the smallest
+    eigenvalue that ``eigvalsh`` (another algorithm than the certificate's Cholesky) reports,
+    and within a factor 2 of it (the certificate's slack is rounding-level at this size)."""
+    X = np.random.default_rng(11).normal(size=(40, 8, 8))
+    rep = screen(list(X), q_scale=0.5, b_scale=0.5)
+    g = rep.gram
+    assert g.atoms == 320 and g.certified is not None and g.certified.kind == "float64-cholesky"
+    assert g.lambda_min / 2 <= g.certified.lower_bound <= g.lambda_min

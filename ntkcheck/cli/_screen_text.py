@@ -87,9 +87,9 @@ def screen_outcome(report: Any, *, certify: bool = True) -> tuple[int, str, str]
                 "drop or perturb a sample of the dependence structure above; ntkcheck flow --experiment "
                 "plateau shows the plateau.")
     if g.positive:
-        why = "--no-certify was given" if not certify else "the Arb certificate was not run or did not conclude"
+        why = "--no-certify was given" if not certify else "the certificate did not conclude"
         return (EXIT_INCONCLUSIVE, f"the Gram is positive in float64 only ({why}): likely injective, not certified.",
-                "rerun without --no-certify, or ntkcheck gram PATH --certify (up to 256 distinct atoms).")
+                "rerun without --no-certify, or ntkcheck gram PATH --certify.")
     return (EXIT_INCONCLUSIVE, f"not certified: the Gram is {g.status} and the CGF verdict is "
             f"{cc.weak.verdict.value} ({cc.statement}); nothing is proved either way.",
             "more heads (--heads) resolve a small lambda_min; ntkcheck decide PATH --method exact may settle "
