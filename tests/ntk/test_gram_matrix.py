@@ -49,6 +49,20 @@ def _attention_output(samples, Q, b, V):
     return np.concatenate(out)
 
 
+def _fd_jacobian_in_V(S, heads, step=1e-3):
+    """Central differences of the attention output in every V_h entry at V = 0: (M d) x (H d^2)."""
+    H, d = heads.count, heads.dim
+    M = sum(len(X) for X in S)
+    P = H * d * d
+    J = np.empty((M * d, P))
+    for k in range(P):
+        E = np.zeros(P)
+        E[k] = step
+        J[:, k] = (_attention_output(S, heads.Q, heads.b, E.reshape(H, d, d))
+                   - _attention_output(S, heads.Q, heads.b, -E.reshape(H, d, d))) / (2 * step)
+    return J
+
+
 def test_gram_equals_finite_difference_ntk():
     r"""NTK from the Jacobian of the attention output with respect to every V_h at V = 0.
 
@@ -61,16 +75,7 @@ def test_gram_equals_finite_difference_ntk():
     S = _random(n=3, N=2, d=2, seed=4)
     heads = init_heads(5, 2, seed=7)
     H, d = heads.count, heads.dim
-    M = sum(len(X) for X in S)
-    P = H * d * d
-    J = np.empty((M * d, P))
-    step = 1e-3
-    for k in range(P):
-        E = np.zeros(P)
-        E[k] = step
-        plus = _attention_output(S, heads.Q, heads.b, E.reshape(H, d, d))
-        minus = _attention_output(S, heads.Q, heads.b, -E.reshape(H, d, d))
-        J[:, k] = (plus - minus) / (2 * step)
+    J = _fd_jacobian_in_V(S, heads)
     w = np.concatenate([np.full(len(X), 1.0 / len(X)) for X in S])
     Wh = np.kron(np.diag(np.sqrt(w)), np.eye(d))
     ntk = Wh @ (H * J @ J.T) @ Wh
@@ -499,14 +504,7 @@ def test_kept_matrix_is_the_finite_difference_ntk():
     heads = init_heads(5, 2, seed=7)
     H, d = heads.count, heads.dim
     M = sum(len(X) for X in S)
-    P = H * d * d
-    J = np.empty((M * d, P))
-    step = 1e-3
-    for k in range(P):
-        E = np.zeros(P)
-        E[k] = step
-        J[:, k] = (_attention_output(S, heads.Q, heads.b, E.reshape(H, d, d))
-                   - _attention_output(S, heads.Q, heads.b, -E.reshape(H, d, d))) / (2 * step)
+    J = _fd_jacobian_in_V(S, heads)
     w = np.concatenate([np.full(len(X), 1.0 / len(X)) for X in S])
     ntk = np.diag(np.sqrt(w)) @ (H * J[0::d] @ J[0::d].T) @ np.diag(np.sqrt(w))  # output coordinate 0
     res = gram(S, heads, keep_matrix=True)
