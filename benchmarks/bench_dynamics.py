@@ -21,6 +21,9 @@ Run: ``python benchmarks/bench_dynamics.py [--repeat R]``. Prints one table:
   per-token loss (a singular NTK: ends by its flow-time cap or the budget). Peak memory
   by tracemalloc (numpy reports its buffers to it).
 
+* ``--limits`` (issue 15): each limit-theorem experiment (``ntkcheck experiment NAME``) at its
+  default size against its small size, with verdicts and fitted slopes.
+
 Measured on the shared 2-core machine (``OPENBLAS_NUM_THREADS=1``, load ~1-2 from other
 jobs; at load 5 every time doubles to triples):
 
@@ -199,11 +202,34 @@ def issue11() -> None:
           "losses from DOP853 at rtol 1e-11, or of the NTK / gradient from the baseline route)")
 
 
+def limits() -> None:
+    """Issue 15: every limit-theorem experiment at its default size (aim: under 60 s each on this
+    2-core machine), beside its small size (what the tests and the claims run) as the baseline of
+    the same run; verdict and fitted slopes per experiment."""
+    from ntkcheck.dynamics.rates import EXPERIMENTS, run_experiment
+
+    print(f"{'experiment':16s} {'small':>8s} {'default':>9s} {'ratio':>7s} {'<60 s':>6s}  verdict (default): slopes")
+    for name in EXPERIMENTS:
+        t0 = time.perf_counter()
+        run_experiment(name, size="small", seeds=5)
+        t_small = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        res = run_experiment(name, size="default", seeds=5)
+        t_def = time.perf_counter() - t0
+        slopes = "; ".join(f"{f.variable}: {f.slope:+.2f} [{f.ci[0]:+.2f}, {f.ci[1]:+.2f}] vs "
+                           f"{'decay' if f.theorem_slope is None else f'{f.theorem_slope:+.2f}'}" for f in res.fits)
+        print(f"{name:16s} {t_small:7.1f}s {t_def:8.1f}s {t_def / t_small:6.1f}x {'yes' if t_def < 60 else 'NO':>6s}  "
+              f"{res.verdict}: {slopes}")
+    print("(ratio: default size against the small size of the same experiment, timed in this run; 5 seeds each)")
+
+
 if __name__ == "__main__":
     import sys
 
     if "--issue11" in sys.argv:
         sys.argv.remove("--issue11")
         issue11()
+    elif "--limits" in sys.argv:
+        limits()
     else:
         main()

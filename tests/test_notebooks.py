@@ -38,6 +38,10 @@ EXPECTED = {
     "03_screening.py": (("bundled_ok", "user_ok", "q_zero_singular", "q_positive_ok"), ("03_screen_report.png", "03_init_scales.png")),
     "04_local_convergence.py": (("theorem_ok", "linear_regime", "plateau_seen"),
                                 ("04_local_convergence.png", "04_plateau.png", "04_eps_sweep.png")),
+    "05_limits.py": (("all_ran", "none_inconsistent", "all_consistent"),
+                     ("05_chaos-tokens.png", "05_heads-lln.png", "05_depth-heads.png", "05_langevin.png",
+                      "05_low-temperature.png", "05_chaos-tokens_time.png", "05_langevin_time.png",
+                      "05_low-temperature_time.png")),
 }
 
 

@@ -25,8 +25,9 @@ PAGES = sorted(THEORY.glob("*.md"))
 # [text](target) with no nested parentheses in the target; images too (![..](..))
 _LINK = re.compile(r"!?\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
-# a claim id: "<seed>.<place>[.<part>...]", e.g. 003.prop8.sufficiency, 002.lemma3.1.ii
-_CLAIM_ID = re.compile(r"^\d{3}\.[A-Za-z0-9_.\-]+$")
+# a claim id: "<seed>.<place>[.<part>...]", e.g. 003.prop8.sufficiency, 002.lemma3.1.ii, or
+# "abstracts.<name>" for a paper known by its abstract only
+_CLAIM_ID = re.compile(r"^(\d{3}|abstracts)\.[A-Za-z0-9_.\-]+$")
 
 
 def _registry_ids() -> set[str]:

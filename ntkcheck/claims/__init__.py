@@ -23,6 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ._core import Check, Claim, ClaimReport, Outcome, check_instance, describe, run_claim
+from ._limits_depth import CLAIMS_DEPTH
+from ._limits_heads import CLAIMS_HEADS
+from ._limits_langevin import CLAIMS_LANGEVIN
+from ._limits_lowtemp import CLAIMS_LOWTEMP
+from ._limits_tokens import CLAIMS_TOKENS
 from ._seed002 import CLAIMS_002, attention_002, attention_002_jacobian, theta_norm
 from ._seed003 import CLAIMS_003
 from ._seed003_ntk import reference_gram_eigenvalues
@@ -33,8 +38,9 @@ __all__ = [
     "reference_gram_eigenvalues",
 ]
 
-#: every claim, by id, in report order (seed 003 then seed 002)
-CLAIMS: dict[str, Claim] = {c.id: c for c in [*CLAIMS_003, *CLAIMS_002]}
+#: every claim, by id, in report order (seed 003, seed 002, then the limit theorems)
+CLAIMS: dict[str, Claim] = {c.id: c for c in [*CLAIMS_003, *CLAIMS_002, *CLAIMS_TOKENS, *CLAIMS_HEADS,
+                                              *CLAIMS_DEPTH, *CLAIMS_LANGEVIN, *CLAIMS_LOWTEMP]}
 
 
 def get(claim_id: str) -> Claim:

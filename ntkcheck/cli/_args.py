@@ -34,6 +34,17 @@ def positive_int(x: str) -> int:
     return v
 
 
+def seed_int(x: str) -> int:
+    """An integer seed >= 0 (argparse ``type``)."""
+    try:
+        v = int(x)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed >= 0, got {x!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer seed >= 0, got {x!r}")
+    return v
+
+
 def _number(x: str, *, strict: bool) -> float:
     try:
         v = float(x)
@@ -93,6 +104,9 @@ EXIT_CODES: dict[str, str] = {
               "falls short of its minimum of held instances or of its inconclusive budget, or its checker "
               "raises; 2 bad input.",
     "tokens": "0 files written; 2 bad input (missing file, no texts, model not installed).",
+    "experiment": "0 every measured rate is consistent with the theorem and every direct check holds (--list: "
+                  "listed); 1 a rate is significantly slower than the theorem allows or a direct check fails; "
+                  "3 inconclusive (confidence interval too wide, or errors on the reference's floor); 2 bad input.",
 }
 
 

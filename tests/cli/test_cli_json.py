@@ -25,7 +25,7 @@ def _run(capsys, argv):
     return code, d
 
 
-@pytest.mark.parametrize("verb", ["decide", "screen", "gram", "flow", "claims", "tokens", "sweep"])
+@pytest.mark.parametrize("verb", ["decide", "screen", "gram", "flow", "claims", "tokens", "sweep", "experiment"])
 def test_schemas_are_valid_and_shipped(verb):
     schema = load_schema(verb)
     jsonschema.Draft202012Validator.check_schema(schema)

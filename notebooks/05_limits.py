@@ -1,0 +1,185 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 05 — The seeds' limit theorems, measured
+#
+# The mean-field theory of transformers rests on limits: many tokens, many heads, many
+# layers, low temperature, long training. Each theorem bounds an error by a rate. Here
+# every one of them is measured on simulated dynamics:
+#
+# | experiment | theorem | error against | theorem's rate |
+# |---|---|---|---|
+# | `chaos-tokens` | "A Mean-Field Theory of Transformers", Thm. 4.2 (propagation of chaos) | tokens `N` | `eps_N` (`N^(-1/4)`, `N^(-1/4) sqrt(log N)`, `N^(-1/d)` by dimension) |
+# | `heads-lln` | same, Thm. 5.1 (law of large numbers over heads) | heads `H` | `H^(-1/2) sqrt(log H)` |
+# | `depth-heads` | "Propagation of Chaos in Contextual Flow Maps" (abstract) | depth `L`, heads `H` | `L^(-1) + L^(-1/3) H^(-1/2)` |
+# | `langevin` | "A Mean-Field Theory of Transformers", Prop. 8.2, Thm. 8.3 | training time | exponential |
+# | `low-temperature` | "... deep encoder-only transformers at inference time" (abstract) | inverse temperature `beta`, time | `sqrt(log(beta+1)/beta) e^(Ct) + e^(-ct)` |
+#
+# A theorem's rate is an **upper bound**: the measurement is consistent with it when the
+# error decays at least as fast. For each rate we fit the slope of `log error` per seed,
+# report the mean slope with a 95% Student-t interval over the seeds, and compare it with
+# the slope of the theorem's rate over the same range (so that `sqrt(log N)` factors count
+# at the sizes measured). Every experiment is also `ntkcheck experiment NAME` on the
+# command line and a claim of `ntkcheck claims`; each is written up in
+# `theory/limits-<name>.md`.
+#
+# Set `NTKCHECK_NOTEBOOK_SMALL=1` for the small sizes the test suite uses (seconds each);
+# the default sizes take under a minute each.
+
+# %%
+# First: outside the project's environment this stops with the command to use instead.
+from _nbsetup import SMALL, save  # notebooks/_nbsetup.py
+
+# isort: split
+
+# %%
+import matplotlib.pyplot as plt
+
+from ntkcheck.dynamics.rates import EXPERIMENTS, run_experiment
+
+SIZE = "small" if SMALL else "default"
+SEEDS = 5
+results = {}
+
+
+def show(name):
+    """Run one experiment, print its report, draw and save its figure."""
+    res = run_experiment(name, size=SIZE, seeds=SEEDS)
+    results[name] = res
+    print("\n".join(res.lines()))
+    fig = res.plot()
+    save(fig, f"05_{name}.png")
+    return res
+
+
+# %% [markdown]
+# ## 1. Propagation of chaos in tokens
+#
+# `N` tokens drawn i.i.d. from `mu_0` move under the attention field of their own empirical
+# measure; the mean-field (McKean–Vlasov) limit moves them under the field of the limit law
+# `mu_t`. Started from the same points (synchronous coupling), the two trajectories stay
+# within `eps_N`; so does the Wasserstein distance of the laws.
+
+# %%
+chaos = show("chaos-tokens")
+
+# %% [markdown]
+# In time: the coupling gap `max_i |x_i^N(t) - xbar_i(t)|` grows from 0 (the two systems start
+# at the same points) and stays ordered by `N` at every time.
+
+# %%
+fig, ax = plt.subplots(figsize=(5.2, 3.6))
+for n, row in zip(chaos.data["N"], chaos.data["gap_t"], strict=True):
+    ax.plot(chaos.data["t"], row, label=f"N = {n}")
+ax.set_yscale("log")
+ax.set_xlabel("time t")
+ax.set_ylabel("coupling gap (mean over seeds)")
+ax.set_title("Tokens against their mean-field limit, in time")
+ax.legend(fontsize=7)
+fig.tight_layout()
+save(fig, "05_chaos-tokens_time.png")
+
+# %% [markdown]
+# ## 2. Law of large numbers over heads
+#
+# `H` heads drawn i.i.d. from the head law `rho` against the `rho`-averaged velocity field:
+# the trajectories differ by `O(H^(-1/2) sqrt(log H))`, uniformly in time, and the fields
+# themselves converge uniformly over a ball.
+
+# %%
+heads = show("heads-lln")
+
+# %% [markdown]
+# ## 3. Depth and heads together, during AdamW training
+#
+# Hidden states and back-propagated variables of an `L`-layer, `H`-head model trained with
+# AdamW against the forward–backward ODE limit: the error against `L` (at many heads) and
+# against `H` (at fixed depth).
+
+# %%
+depth = show("depth-heads")
+
+# %% [markdown]
+# ## 4. Mean-field Langevin for one attention layer
+#
+# The single-layer risk is convex along linear interpolations of head measures (Prop. 8.2),
+# so the noisy particle gradient flow with weight decay converges exponentially to one
+# stationary state from any initialisation (Thm. 8.3).
+
+# %%
+langevin = show("langevin")
+
+# %% [markdown]
+# In time, at one temperature: two runs from different initial laws (sharing their noise)
+# forget where they started; their observables meet the stationary values computed
+# independently by quadrature of the Gibbs fixed point (dotted).
+
+# %%
+cur = langevin.data["curves_beta_fit"]
+gibbs = langevin.data["gibbs"][f"{langevin.data['beta_fit']:g}"] if f"{langevin.data['beta_fit']:g}" in \
+    langevin.data["gibbs"] else None
+fig, axes = plt.subplots(1, 2, figsize=(9.2, 3.6))
+axes[0].semilogy(cur["times"], cur["coupling"], color="C0", label="distance between the two runs")
+axes[0].set_xlabel("training time s")
+axes[0].set_ylabel("coupling distance")
+axes[0].legend(fontsize=7)
+for k, run in enumerate(cur["mean_output"]):
+    axes[1].plot(cur["times"], run, color=f"C{k}", label=f"mean output, start {k + 1}")
+if gibbs is not None:
+    axes[1].axhline(gibbs["mean_output"], color="k", ls=":", label="Gibbs fixed point (quadrature)")
+axes[1].set_xlabel("training time s")
+axes[1].set_ylabel("mean output on the probe tokens")
+axes[1].legend(fontsize=7)
+fig.suptitle(f"Mean-field Langevin at temperature beta = {langevin.data['beta_fit']:g}", fontsize=10)
+fig.tight_layout()
+save(fig, "05_langevin_time.png")
+
+# %% [markdown]
+# ## 5. Token concentration at low temperature
+#
+# At inverse temperature `beta`, tokens quickly concentrate on the push-forward of their
+# initial law under a projection set by the key, query and value matrices, stay there for
+# times of order `log beta`, and then enter a terminal phase driven by the value matrix.
+
+# %%
+lowtemp = show("low-temperature")
+
+# %% [markdown]
+# In time: `W_2` to the projected law first falls with the zero-temperature flow (black),
+# stays low through a window that lengthens with `beta`, and then rises in the terminal phase
+# the value matrix drives.
+
+# %%
+fig, ax = plt.subplots(figsize=(5.2, 3.6))
+for b, row in zip(lowtemp.data["betas"], lowtemp.data["W2_geomean"], strict=True):
+    ax.plot(lowtemp.data["t"], row, label=f"beta = {b:g}")
+ax.plot(lowtemp.data["t"], lowtemp.data["zero_temperature_W2"], "k--", label="zero temperature (closed form)")
+ax.set_yscale("log")
+ax.set_xlabel("time t")
+ax.set_ylabel("W_2(mu_t, P # mu_0) (geometric mean over seeds)")
+ax.set_title("Concentration, metastability, terminal phase")
+ax.legend(fontsize=7)
+fig.tight_layout()
+save(fig, "05_low-temperature_time.png")
+
+# %% [markdown]
+# ## Summary
+
+# %%
+for name, res in results.items():
+    print(f"{name:16s} {res.verdict:13s} " + "; ".join(
+        f"{f.variable}: {f.slope:+.2f} [{f.ci[0]:+.2f}, {f.ci[1]:+.2f}] vs {f.theorem}" for f in res.fits))
+all_ran = set(results) == set(EXPERIMENTS)
+none_inconsistent = all(res.verdict != "inconsistent" for res in results.values())
+all_consistent = all(res.verdict == "consistent" for res in results.values())

@@ -1,0 +1,97 @@
+"""``ntkcheck experiment NAME``: the seeds' limit theorems, measured (:mod:`ntkcheck.dynamics.rates`).
+
+Runs one experiment (or ``--list`` them), prints the measured rates with their confidence
+intervals beside the theorem's, the direct checks and the verdict, or (``--json``) exactly
+one JSON object; ``--plot`` writes the figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ._args import (
+    EXIT_INCONCLUSIVE,
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    add_progress_options,
+    emit_json,
+    exit_epilog,
+    positive_int,
+    progress_enabled,
+    seed_int,
+)
+
+
+def _seeds(x: str) -> int:
+    v = positive_int(x)
+    if v < 2:
+        raise argparse.ArgumentTypeError(f"need at least 2 seeds for a confidence interval, got {x!r}")
+    return v
+
+
+def register(subparsers: Any) -> None:
+    from ..dynamics.rates import EXPERIMENTS
+
+    p = subparsers.add_parser(
+        "experiment",
+        help="measure a limit theorem of the seeds (tokens, heads, depth, Langevin, low temperature)",
+        description="Measure one of the seeds' limit theorems on simulated dynamics: the error against the "
+        "number of tokens, heads, layers, the inverse temperature or time, a fitted slope with its 95%% "
+        "confidence interval over independent seeds, the theorem's slope over the same range, and the verdict "
+        "(a theorem's rate is an upper bound: consistent when the measured decay is at least as fast). "
+        f"Experiments: {', '.join(EXPERIMENTS)}. Each is written up in theory/limits-<name>.md.",
+        epilog=exit_epilog("experiment"),
+    )
+    p.add_argument("name", nargs="?", choices=list(EXPERIMENTS), metavar="NAME",
+                   help=f"the experiment: {', '.join(EXPERIMENTS)}")
+    p.add_argument("--list", action="store_true", help="list the experiments with their theorem and sizes, and exit")
+    p.add_argument("--size", default="default", metavar="SIZE",
+                   help="problem size: small (seconds, what the tests run), default (under a minute), or large "
+                   "where the experiment has it (default: default)")
+    p.add_argument("--seeds", type=_seeds, default=5, help="independent repetitions for the confidence intervals "
+                   "(default 5, at least 2)")
+    p.add_argument("--seed", type=seed_int, default=0, help="first seed (default 0)")
+    p.add_argument("--plot", metavar="FILE.png", default=None, help="write the figure (one log-scale panel per rate)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress_options(p, "per experiment step")
+    p.set_defaults(func=run)
+
+
+def _list() -> int:
+    from ..dynamics.rates import EXPERIMENTS, experiment_module
+
+    for name in EXPERIMENTS:
+        mod = experiment_module(name)
+        doc = (mod.__doc__ or "").strip().splitlines()[0]
+        print(f"{name:16s} {doc}")
+        print(f"{'':16s} sizes: {', '.join(mod.SIZES)}")
+    return EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..dynamics.rates import run_experiment
+    from ..errors import NtkcheckError
+
+    if args.list:
+        return _list()
+    if args.name is None:
+        raise NtkcheckError("name an experiment (or --list them)")
+    res = run_experiment(args.name, size=args.size, seeds=args.seeds, seed=args.seed,
+                         progress=progress_enabled(args))
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        fig = res.plot()
+        fig.savefig(args.plot, dpi=120)
+    if args.json:
+        payload = res.to_dict()
+        payload.pop("schema", None)
+        emit_json("experiment", {**payload, "size": args.size, "seeds": args.seeds, "seed": args.seed,
+                                 "plot": args.plot})
+    else:
+        print("\n".join(res.lines()))
+        if args.plot:
+            print(f"figure written to {args.plot}")
+    return {"consistent": EXIT_OK, "inconsistent": EXIT_NEGATIVE}.get(res.verdict, EXIT_INCONCLUSIVE)

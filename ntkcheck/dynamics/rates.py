@@ -1,0 +1,326 @@
+r"""Measured rates of the seeds' limit theorems: fitted slopes with confidence intervals.
+
+A limit theorem bounds an error by a rate, ``err(x) <= C r(x)`` (``x`` = tokens ``N``, heads
+``H``, depth ``L``, inverse temperature ``beta``; or time ``t`` for an exponential
+convergence). An experiment measures the error at several ``x`` for several independent
+seeds; :func:`fit_rate` fits, per seed, the least-squares slope of ``log err`` against
+``log x`` (``scale="loglog"``) or against ``x`` (``scale="semilog"``), and reports the mean
+slope with a Student-t 95 % confidence interval over the seeds.
+
+The theorem's rate is an *upper bound*: a measurement is consistent with it when the
+error decays at least as fast. :func:`fit_rate` compares the measured slope with the
+theorem's slope over the same ``x`` (the least-squares slope of ``log r(x)``, so that
+logarithmic factors such as ``sqrt(log N)`` are accounted for at the sizes measured):
+
+- ``"inconsistent"``: the whole interval lies above the theorem's slope plus the
+  stated slack (decay significantly slower than the theorem allows);
+- ``"consistent"``: the interval reaches the theorem's slope (plus slack), it is no wider
+  than ``max_ci_width``, and every mean error stands at least ``floor_factor`` times
+  above the error of the reference solution (the limit the errors are measured
+  against);
+- ``"inconclusive"`` otherwise (too noisy, or the errors sit on the reference's floor).
+
+For ``scale="semilog"`` with ``theorem_slope=None`` the theorem promises exponential decay
+at an unspecified rate: consistent when the whole interval is below zero.
+
+Each experiment module (one per claim: :data:`EXPERIMENTS`) exposes
+``run(*, size="default", seeds=5, seed=0, progress=None) -> LimitExperiment`` and
+``SIZES`` (the names it accepts, ``"small"`` among them: the size the tests and the
+notebook use).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import NtkcheckError
+
+__all__ = ["RateFit", "LimitExperiment", "fit_rate", "EXPERIMENTS", "run_experiment", "experiment_module"]
+
+#: experiment name (``ntkcheck experiment NAME``) -> module in :mod:`ntkcheck.dynamics`
+EXPERIMENTS: dict[str, str] = {
+    "chaos-tokens": "chaos_tokens",
+    "heads-lln": "heads_lln",
+    "depth-heads": "depth_heads",
+    "langevin": "langevin",
+    "low-temperature": "low_temperature",
+}
+
+_VERDICT_ORDER = {"consistent": 0, "inconclusive": 1, "inconsistent": 2}
+
+
+@dataclass(frozen=True)
+class RateFit:
+    r"""One measured rate beside the theorem's.
+
+    Attributes
+    ----------
+    variable : str
+        What varies: ``"N"``, ``"H"``, ``"L"``, ``"beta"``, ``"t"``.
+    quantity : str
+        What is measured, in words or symbols (``"E max_i |x_i^N(t) - xbar_i(t)|"``).
+    xs : tuple of float
+        The values of ``variable``.
+    errors : ndarray, shape (seeds, len(xs))
+        The measured error, one row per seed.
+    scale : {"loglog", "semilog"}
+        ``log err`` against ``log x`` or against ``x``.
+    theorem : str
+        The theorem's rate as written (``"N^(-1/4)"``).
+    theorem_slope : float or None
+        Its slope over ``xs`` on the same scale (None: decay at an unspecified rate).
+    slope : float
+        Mean over seeds of the per-seed least-squares slopes.
+    ci : (float, float)
+        Student-t 95 % confidence interval of ``slope`` over the seeds.
+    per_seed : tuple of float
+        The per-seed slopes.
+    reference_error : float or None
+        Estimated error of the reference the errors are measured against.
+    verdict : {"consistent", "inconsistent", "inconclusive"}
+    reason : str
+        Why the verdict is what it is, in one sentence.
+    """
+
+    variable: str
+    quantity: str
+    xs: tuple[float, ...]
+    errors: np.ndarray
+    scale: str
+    theorem: str
+    theorem_slope: float | None
+    slope: float
+    ci: tuple[float, float]
+    per_seed: tuple[float, ...]
+    reference_error: float | None
+    verdict: str
+    reason: str
+
+    @property
+    def seeds(self) -> int:
+        return int(self.errors.shape[0])
+
+    def line(self) -> str:
+        """One line: measured slope, CI, theorem's slope, verdict."""
+        th = "unspecified (decay)" if self.theorem_slope is None else f"{self.theorem_slope:+.3f}"
+        axis = f"log err vs {'log ' if self.scale == 'loglog' else ''}{self.variable}"
+        return (f"{self.quantity} vs {self.variable}: slope {self.slope:+.3f} "
+                f"[{self.ci[0]:+.3f}, {self.ci[1]:+.3f}] ({self.seeds} seeds, {axis}); "
+                f"theorem {self.theorem}: {th} -> {self.verdict}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"variable": self.variable, "quantity": self.quantity, "xs": list(self.xs),
+                "errors": self.errors.tolist(), "scale": self.scale, "theorem": self.theorem,
+                "theorem_slope": self.theorem_slope, "slope": self.slope, "ci": list(self.ci),
+                "per_seed": list(self.per_seed), "reference_error": self.reference_error,
+                "verdict": self.verdict, "reason": self.reason}
+
+    def plot(self, ax: Any) -> None:
+        """Errors per seed (faint), their mean, the fitted rate and the theorem's rate anchored
+        at the first mean error; log axes as the scale says; labelled, with a legend."""
+        xs = np.asarray(self.xs, dtype=float)
+        mean = np.exp(np.mean(np.log(self.errors), axis=0))
+        for k, row in enumerate(self.errors):
+            ax.plot(xs, row, color="0.7", lw=0.8, marker=".", label="per seed" if k == 0 else None)
+        ax.plot(xs, mean, "o-", color="C0", label="geometric mean over seeds")
+        u = np.log(xs) if self.scale == "loglog" else xs
+        c = float(np.mean(np.log(mean) - self.slope * u))
+        ax.plot(xs, np.exp(c + self.slope * u), "--", color="C1",
+                label=f"fit: slope {self.slope:+.2f} [{self.ci[0]:+.2f}, {self.ci[1]:+.2f}]")
+        if self.theorem_slope is not None:
+            ax.plot(xs, mean[0] * np.exp(self.theorem_slope * (u - u[0])), ":", color="C3",
+                    label=f"theorem {self.theorem} (slope {self.theorem_slope:+.2f})")
+        if self.reference_error and self.reference_error >= 1e-3 * float(np.min(self.errors)):
+            ax.axhline(self.reference_error, color="0.5", lw=0.8, ls="-.", label="reference error")
+        elif self.reference_error:  # far below the data: a line would only squash the panel
+            ax.annotate(f"reference error {self.reference_error:.1g} (below the axis)", (0.02, 0.02),
+                        xycoords="axes fraction", fontsize=7, color="0.4")
+        if self.scale == "loglog":
+            ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(self.variable)
+        ax.set_ylabel(self.quantity)
+        ax.set_title(f"{self.verdict}", fontsize=9)
+        ax.legend(fontsize=7)
+
+
+def _slope(u: np.ndarray, y: np.ndarray) -> float:
+    uc = u - u.mean()
+    return float(np.dot(uc, y - y.mean()) / np.dot(uc, uc))
+
+
+def fit_rate(
+    xs: Sequence[float],
+    errors: Any,
+    *,
+    variable: str,
+    quantity: str,
+    theorem: str,
+    theorem_rate: Callable[[np.ndarray], np.ndarray] | None,
+    scale: str = "loglog",
+    reference_error: float | None = None,
+    slack: float = 0.0,
+    max_ci_width: float = 1.0,
+    floor_factor: float = 3.0,
+) -> RateFit:
+    r"""Fit the decay of ``errors`` (seeds x len(xs)) and compare it with the theorem's rate.
+
+    Parameters
+    ----------
+    xs : sequence of float
+        At least 3 distinct positive values (``loglog``) or distinct values (``semilog``).
+    errors : array_like, shape (seeds, len(xs))
+        Positive finite errors, at least 2 seeds.
+    theorem_rate : callable or None
+        ``r(x)`` up to a constant; its slope over ``xs`` is the theorem's slope. None: the
+        theorem promises decay at an unspecified rate (``semilog`` only).
+    slack : float
+        Allowance added to the theorem's slope before comparing (stated by the caller, e.g.
+        for a lower-order term the fit cannot separate); 0 by default.
+    max_ci_width, floor_factor : float
+        See the module docstring.
+
+    Raises
+    ------
+    NtkcheckError
+        On fewer than 2 seeds or 3 sizes, non-positive or non-finite errors, mismatched shapes.
+    """
+    from scipy import stats
+
+    if scale not in ("loglog", "semilog"):
+        raise NtkcheckError(f"fit_rate: scale must be 'loglog' or 'semilog', got {scale!r}")
+    x = np.asarray(xs, dtype=float)
+    E = np.atleast_2d(np.asarray(errors, dtype=float))
+    if x.ndim != 1 or len(x) < 3 or len(np.unique(x)) != len(x):
+        raise NtkcheckError(f"fit_rate: need at least 3 distinct values of {variable}, got {list(x)}")
+    if E.shape[1] != len(x) or E.shape[0] < 2:
+        raise NtkcheckError(f"fit_rate: errors must have shape (seeds >= 2, {len(x)}), got {E.shape}")
+    if not (np.all(np.isfinite(E)) and np.all(E > 0)):
+        raise NtkcheckError(f"fit_rate: errors must be positive and finite (measured: {E.tolist()})")
+    if scale == "loglog" and not np.all(x > 0):
+        raise NtkcheckError(f"fit_rate: log-log fit needs positive {variable}")
+    if theorem_rate is None and scale != "semilog":
+        raise NtkcheckError("fit_rate: an unspecified theorem rate is only meaningful for exponential decay (semilog)")
+    u = np.log(x) if scale == "loglog" else x
+    per = np.array([_slope(u, np.log(row)) for row in E])
+    n = len(per)
+    mean = float(per.mean())
+    half = float(stats.t.ppf(0.975, n - 1) * per.std(ddof=1) / math.sqrt(n))
+    ci = (mean - half, mean + half)
+    th = None if theorem_rate is None else _slope(u, np.log(np.asarray(theorem_rate(x), dtype=float)))
+    gmean = np.exp(np.mean(np.log(E), axis=0))
+    if th is None:
+        if ci[1] < 0 and ci[1] - ci[0] <= max_ci_width:
+            verdict, reason = "consistent", "the whole interval is below 0: exponential decay"
+        elif ci[0] >= 0:
+            verdict, reason = "inconsistent", "no decay: the whole interval is at or above 0"
+        else:
+            verdict, reason = "inconclusive", "the interval reaches 0 or is too wide"
+    elif ci[0] > th + slack:
+        verdict, reason = "inconsistent", (f"decay significantly slower than the theorem allows: the interval "
+                                           f"lies above {th + slack:+.3f}")
+    elif reference_error is not None and float(np.min(gmean)) < floor_factor * reference_error:
+        verdict, reason = "inconclusive", (f"the smallest mean error {float(np.min(gmean)):.3g} is within "
+                                           f"{floor_factor:g}x of the reference error {reference_error:.3g}")
+    elif ci[1] - ci[0] > max_ci_width:
+        verdict, reason = "inconclusive", f"interval wider than {max_ci_width:g}"
+    else:
+        verdict, reason = "consistent", (f"the interval's lower end {ci[0]:+.3f} is at or below the theorem's "
+                                         f"slope {th:+.3f}" + (f" (+ slack {slack:g})" if slack else "")
+                                         + ": decay at least as fast as the theorem's rate")
+    return RateFit(variable, quantity, tuple(float(v) for v in x), E, scale, theorem, th, mean, ci,
+                   tuple(float(p) for p in per), reference_error, verdict, reason)
+
+
+@dataclass(frozen=True)
+class LimitExperiment:
+    """Result of one limit-theorem experiment.
+
+    Attributes
+    ----------
+    name : str
+        The experiment's name in :data:`EXPERIMENTS`.
+    reference : str
+        Seed and place, e.g. ``"seed 002 Thm. 4.2"``.
+    setting : str
+        The experiment in one or two sentences (model, sizes, reference solution).
+    fits : tuple of RateFit
+        The measured rates (one per variable).
+    checks : mapping str -> bool
+        Other conclusions tested directly (e.g. ``"convexity along interpolations"``).
+    notes : tuple of str
+        What the reader should know (the head scaling used, a missing factor in a proof).
+    elapsed : float
+        Wall-clock seconds.
+    data : mapping
+        Extra curves for the figure (JSON-serialisable values).
+    """
+
+    name: str
+    reference: str
+    setting: str
+    fits: tuple[RateFit, ...]
+    checks: Mapping[str, bool] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    elapsed: float = 0.0
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        """The worst fit verdict; ``"inconsistent"`` also when a direct check fails."""
+        worst = max((f.verdict for f in self.fits), key=_VERDICT_ORDER.__getitem__, default="inconclusive")
+        if self.checks and not all(self.checks.values()):
+            return "inconsistent"
+        return worst
+
+    def lines(self) -> list[str]:
+        out = [f"{self.name} ({self.reference}): {self.verdict}", f"  {self.setting}"]
+        out += [f"  {f.line()}" for f in self.fits]
+        out += [f"  check: {k}: {'holds' if v else 'FAILS'}" for k, v in self.checks.items()]
+        out += [f"  note: {n}" for n in self.notes]
+        out.append(f"  ({self.elapsed:.1f} s)")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": "ntkcheck/experiment/1", "name": self.name, "reference": self.reference,
+                "setting": self.setting, "verdict": self.verdict, "fits": [f.to_dict() for f in self.fits],
+                "checks": dict(self.checks), "notes": list(self.notes), "elapsed": self.elapsed,
+                "data": dict(self.data)}
+
+    def plot(self, fig: Any = None) -> Any:
+        """One log-scale panel per fit; returns the matplotlib figure."""
+        import matplotlib.pyplot as plt
+
+        k = max(1, len(self.fits))
+        if fig is None:
+            fig = plt.figure(figsize=(4.6 * k, 3.8))
+        axes = fig.subplots(1, k, squeeze=False)[0]
+        for ax, f in zip(axes, self.fits, strict=False):
+            f.plot(ax)
+        fig.suptitle(f"{self.name} ({self.reference}): {self.verdict}", fontsize=10)
+        fig.tight_layout()
+        return fig
+
+
+def experiment_module(name: str) -> Any:
+    """The module implementing experiment ``name`` (``NtkcheckError`` lists the names)."""
+    if name not in EXPERIMENTS:
+        raise NtkcheckError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+    return importlib.import_module(f"{__package__}.{EXPERIMENTS[name]}")
+
+
+def run_experiment(name: str, *, size: str = "default", seeds: int = 5, seed: int = 0,
+                   progress: bool | None = None) -> LimitExperiment:
+    """Run experiment ``name`` at ``size`` over ``seeds`` independent seeds starting at ``seed``."""
+    mod = experiment_module(name)
+    if size not in mod.SIZES:
+        raise NtkcheckError(f"experiment {name}: unknown size {size!r}; known: {', '.join(mod.SIZES)}")
+    if seeds < 2:
+        raise NtkcheckError(f"experiment {name}: need at least 2 seeds for a confidence interval, got {seeds}")
+    return mod.run(size=size, seeds=seeds, seed=seed, progress=progress)
