@@ -22,9 +22,9 @@
 # |---|---|---|---|
 # | `chaos-tokens` | "A Mean-Field Theory of Transformers", Thm. 4.2 (propagation of chaos) | tokens `N` | `eps_N` (`N^(-1/4)`, `N^(-1/4) sqrt(log N)`, `N^(-1/d)` by dimension) |
 # | `heads-lln` | same, Thm. 5.1 (law of large numbers over heads) | heads `H` | `H^(-1/2) sqrt(log H)` |
-# | `depth-heads` | "Propagation of Chaos in Contextual Flow Maps" (abstract) | depth `L`, heads `H` | `L^(-1) + L^(-1/3) H^(-1/2)` |
+# | `depth-heads` | "Uniform Scaling Limits in AdamW-Trained Transformers" (abstract) | depth `L`, heads `H` | `L^(-1) + L^(-1/3) H^(-1/2)` |
 # | `langevin` | "A Mean-Field Theory of Transformers", Prop. 8.2, Thm. 8.3 | training time | exponential |
-# | `low-temperature` | "... deep encoder-only transformers at inference time" (abstract) | inverse temperature `beta`, time | `sqrt(log(beta+1)/beta) e^(Ct) + e^(-ct)` |
+# | `low-temperature` | "Quantifying Concentration Phenomena of Mean-Field Transformers in the Low-Temperature Regime" (abstract) | inverse temperature `beta`, time | `sqrt(log(beta+1)/beta) e^(Ct) + e^(-ct)` |
 #
 # A theorem's rate is an **upper bound**: the measurement is consistent with it when the
 # error decays at least as fast. For each rate we fit the slope of `log error` per seed,

@@ -1,6 +1,6 @@
 r"""Claim of the limit-theorem experiment ``depth-heads`` (:mod:`ntkcheck.dynamics.rates`).
 
-Abstract "Propagation of Chaos in Contextual Flow Maps": the hidden states and the
+Abstract "Uniform Scaling Limits in AdamW-Trained Transformers": the hidden states and the
 back-propagated variables of an ``L``-layer, ``H``-head transformer trained with AdamW
 converge in :math:`L^2`, uniformly over the initial tokens, to a forward-backward ODE system
 at rate :math:`O(L^{-1} + L^{-1/3}H^{-1/2})`. An instance is one run of
@@ -48,9 +48,9 @@ def _conclusion(inst: Instance) -> Check:
 
 CLAIMS_DEPTH: list[Claim] = [
     Claim(
-        id="abstracts.contextual_flow_maps",
+        id="abstracts.adamw_scaling_limits",
         seed="abstracts",
-        place='"Propagation of Chaos in Contextual Flow Maps" (abstract)',
+        place='"Uniform Scaling Limits in AdamW-Trained Transformers" (abstract)',
         statement="An L-layer transformer (residual step 1/L, d = 2, 2 samples x 4 tokens) whose H heads per layer "
                   "are theta(l/L, omega) with omega i.i.d. over layers and heads (8-atom law), trained by 3 or 5 "
                   "AdamW steps on the particle gradient L H grad Loss: the max over depths, tokens and probe "

@@ -1,8 +1,8 @@
-r"""Depth and heads together during training (AdamW): abstract "Propagation of Chaos in Contextual Flow Maps".
+r"""Depth and heads together during training (AdamW): abstract "Uniform Scaling Limits in AdamW-Trained Transformers".
 
 An ``L``-layer, ``H``-head transformer trained with AdamW against its forward-backward limit.
 
-Claim (abstract "Propagation of Chaos in Contextual Flow Maps"): the hidden states and the
+Claim (abstract "Uniform Scaling Limits in AdamW-Trained Transformers"): the hidden states and the
 back-propagated (adjoint) variables of an ``L``-layer, ``H``-head transformer trained with
 AdamW converge in :math:`L^2`, uniformly over the initial tokens, to the solution of a
 forward-backward system of ODEs, at rate :math:`O(L^{-1} + L^{-1/3}H^{-1/2})`.
@@ -52,7 +52,7 @@ it is solved by the Euler scheme at ``L_ref``, ``L_ref/2``, ``L_ref/4`` layers a
 extrapolation :math:`R = 2E(L_\mathrm{ref}) - E(L_\mathrm{ref}/2)` (second order); its error
 is bounded by :math:`|R - R'|`, :math:`R'` the extrapolation one level down.
 
-References: abstract "Propagation of Chaos in Contextual Flow Maps"; seed 003 Def. 1
+References: abstract "Uniform Scaling Limits in AdamW-Trained Transformers"; seed 003 Def. 1
 (adjoint), seed 002 eq. 24.
 """
 
@@ -540,5 +540,5 @@ def run(*, size: str = "default", seeds: int = 5, seed: int = 0, progress: bool 
     data = {"steps": list(range(steps + 1)), "curves": curves, "reference_error": ref.error,
             "Ls": Ls, "Hs": Hs, "L_fixed": Lf, "H_large": Hl,
             "parts": {k: [f.to_dict() for f in v] for k, v in parts.items()}}
-    return LimitExperiment("depth-heads", 'abstract "Propagation of Chaos in Contextual Flow Maps"', setting,
+    return LimitExperiment("depth-heads", 'abstract "Uniform Scaling Limits in AdamW-Trained Transformers"', setting,
                            fits, checks, notes, time.perf_counter() - t0, data)

@@ -1,4 +1,4 @@
-"""Tests of the depth-heads experiment (abstract "Propagation of Chaos in Contextual Flow Maps").
+"""Tests of the depth-heads experiment (abstract "Uniform Scaling Limits in AdamW-Trained Transformers").
 
 Independent references used here: AdamW iterates in closed form (constant gradient) and by
 hand in scalar Python arithmetic (quadratic); central finite differences of the loss (the
@@ -273,7 +273,7 @@ def test_mutation_head_sum_without_1_over_H_is_caught(monkeypatch, capsys):
     """Summing the heads (weights counts instead of counts / H) breaks the limit: the
     claim fails (``ntkcheck claims`` exits 1 and names it)."""
     monkeypatch.setattr(dh, "head_weights", lambda counts, heads: counts)
-    cid = "abstracts.contextual_flow_maps"
+    cid = "abstracts.adamw_scaling_limits"
     code = main(["claims", "--only", cid, "--examples", "8", "--json", "--no-shrink"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["unexpected"] == [cid], out["claims"][0]
