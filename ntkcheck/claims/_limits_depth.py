@@ -18,6 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ._core import Check, Claim, Instance
+from ._limits_common import limit_check
 
 __all__ = ["CLAIMS_DEPTH"]
 
@@ -36,14 +37,7 @@ def _conclusion(inst: Instance) -> Check:
     from ..dynamics import depth_heads as dh
 
     res = dh.run(size="small", seeds=5, seed=int(inst["seed"]), steps=int(inst["steps"]), lr=float(inst["lr"]))
-    detail = "; ".join(f.line() for f in res.fits) + f"; reference error {res.data['reference_error']:.2g}"
-    broken = [k for k, v in res.checks.items() if not v]
-    if res.verdict == "consistent":
-        return Check.held(detail)
-    if res.verdict == "inconsistent":
-        return Check.failed(detail + "".join(f"; {f.reason}" for f in res.fits if f.verdict == "inconsistent")
-                            + "".join(f"; check fails: {k}" for k in broken))
-    return Check.inconclusive(detail + "".join(f"; {f.reason}" for f in res.fits if f.verdict == "inconclusive"))
+    return limit_check(res, f"reference error {res.data['reference_error']:.2g}")
 
 
 CLAIMS_DEPTH: list[Claim] = [

@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ._core import Check, Claim, Instance
+from ._limits_common import verdict_check
 
 #: independent repetitions per instance (the confidence interval is over these)
 SEEDS = 5
@@ -34,14 +35,6 @@ def _pinned() -> dict[str, Any]:
     return {"seed": 0, "dim": 2, "horizon": 1.0}
 
 
-def _of_verdict(verdict: str, detail: str) -> Check:
-    if verdict == "consistent":
-        return Check.held(detail)
-    if verdict == "inconsistent":
-        return Check.failed(detail)
-    return Check.inconclusive(detail)
-
-
 def _trajectories(inst: Instance) -> Check:
     from ..dynamics.heads_lln import run
 
@@ -50,7 +43,7 @@ def _trajectories(inst: Instance) -> Check:
     broken = [name for name, ok in res.checks.items() if not ok]
     if broken:
         return Check.failed(f"{fit.line()}; direct check fails: {'; '.join(broken)}")
-    return _of_verdict(fit.verdict, f"{fit.line()} ({fit.reason})")
+    return verdict_check(fit.verdict, f"{fit.line()} ({fit.reason})")
 
 
 def _uniform(inst: Instance) -> Check:
@@ -59,7 +52,7 @@ def _uniform(inst: Instance) -> Check:
     res = run(size="small", seeds=SEEDS, seed=inst["seed"], dim=inst["dim"], horizon=inst["horizon"],
               field_only=True)
     fit = res.fits[0]
-    return _of_verdict(fit.verdict, f"{fit.line()} ({fit.reason})")
+    return verdict_check(fit.verdict, f"{fit.line()} ({fit.reason})")
 
 
 CLAIMS_HEADS: list[Claim] = [

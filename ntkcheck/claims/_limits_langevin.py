@@ -13,6 +13,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ._core import Check, Claim, Instance
+from ._limits_common import limit_check
 
 __all__ = ["CLAIMS_LANGEVIN"]
 
@@ -68,14 +69,7 @@ def _converges(inst: Instance) -> Check:
 
     res = L.langevin_experiment(L.default_problem(lam=inst["lam"]), seeds=5, seed=int(inst["seed"]),
                                 **L.SIZES["small"])
-    failed = [k for k, v in res.checks.items() if not v]
-    detail = "; ".join(f"{f.variable}: slope {f.slope:+.3f} [{f.ci[0]:+.3f}, {f.ci[1]:+.3f}] {f.verdict}"
-                       for f in res.fits) + (f"; failed checks: {failed}" if failed else "")
-    if res.verdict == "consistent":
-        return Check.held(detail)
-    if res.verdict == "inconsistent":
-        return Check.failed(detail)
-    return Check.inconclusive(detail)
+    return limit_check(res)
 
 
 CLAIMS_LANGEVIN: list[Claim] = [

@@ -17,6 +17,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ._core import Check, Claim, Instance
+from ._limits_common import limit_check
 
 __all__ = ["CLAIMS_LOWTEMP"]
 
@@ -40,17 +41,7 @@ def _concentration(inst: Instance) -> Check:
 
     exp = run(size="small", seeds=5, seed=int(inst["seed"]),
               setting=LowTempSetting(lam=float(inst["lam"]), a=float(inst["a"])))
-    detail = "; ".join(f"{f.variable}: {f.slope:+.3f} [{f.ci[0]:+.3f}, {f.ci[1]:+.3f}] vs "
-                       f"{'decay' if f.theorem_slope is None else f'{f.theorem_slope:+.3f}'} {f.verdict}"
-                       for f in exp.fits)
-    failed = [k for k, v in exp.checks.items() if not v]
-    if failed:
-        detail += "; failed checks: " + ", ".join(failed)
-    if exp.verdict == "consistent":
-        return Check.held(detail)
-    if exp.verdict == "inconsistent":
-        return Check.failed(detail)
-    return Check.inconclusive(detail)
+    return limit_check(exp)
 
 
 CLAIMS_LOWTEMP: list[Claim] = [

@@ -18,6 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ._core import Check, Claim, Instance
+from ._limits_common import limit_check
 
 __all__ = ["CLAIMS_TOKENS"]
 
@@ -36,13 +37,7 @@ def _conclusion(inst: Instance) -> Check:
 
     params = dataclasses.replace(ct.SIZES["small"], T=float(inst["T"]))
     res = ct.experiment(params, seeds=5, seed=int(inst["seed"]))
-    detail = "; ".join(f.line() for f in res.fits) + f"; reference error {res.data['reference_error']:.2g}"
-    if res.verdict == "consistent":
-        return Check.held(detail)
-    if res.verdict == "inconsistent":
-        return Check.failed(detail + "; " + "; ".join(f.reason for f in res.fits if f.verdict == "inconsistent")
-                            + "".join(f"; check fails: {k}" for k, v in res.checks.items() if not v))
-    return Check.inconclusive(detail + "; " + "; ".join(f.reason for f in res.fits if f.verdict == "inconclusive"))
+    return limit_check(res, f"reference error {res.data['reference_error']:.2g}")
 
 
 CLAIMS_TOKENS: list[Claim] = [
