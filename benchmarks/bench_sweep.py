@@ -1,69 +1,154 @@
-"""Screening sweeps on Dask against the serial path, and the per-chunk cost of the Gram.
+"""Screening sweeps and one large Gram on Dask against the serial paths, and the per-block costs.
 
-Run: ``python benchmarks/bench_sweep.py [--quick] [--workers 2] [--plot sweep.png]``.
+Run: ``python benchmarks/bench_sweep.py [--quick] [--workers 2] [--plot sweep.png] [--parts sweep,gram,blocks]``.
 
-1. **Sweep.** ``ntkcheck.sweep.sweep`` on the bundled data over a 5 x 5 grid of
-   ``(q_scale, b_scale)`` x 3 seeds (75 screenings), serially and on a ``LocalCluster``
-   (``--workers`` processes, 1 thread each). The per-task computation is identical, so the
-   rows are compared **exactly** (``==`` on every float); the time ratio dask / serial is
-   printed with and without the cluster's start-up. The heatmap of the median ``lambda_min``
-   over seeds is written to ``--plot``.
-2. **Gram chunk cost.** The Gram is accumulated over head chunks, ``G = sum_c F_c F_c^T``.
-   For ``M`` atoms (``M / 8`` samples of N = 8 distinct tokens, d = 8) and one chunk of
-   ``c`` heads (``c d = 256`` columns) it times the feature block ``F_c`` (``M N c`` exps,
-   :func:`ntkcheck.ntk.features.attention_features`) and the rank-``c d`` update (BLAS
-   ``syrk``, ``M^2 c d`` flops), at a few ``M``; fits ``t_feat = a M`` and ``t_syrk = b M^2``
-   and extrapolates to ``M = 65536`` with ``H d = 2 M`` (``theory/sweeps.md`` uses these).
+1. **Sweep (the issue's must-show).** The verb ``ntkcheck sweep`` on the bundled data over a
+   5 x 5 grid of ``(q_scale, b_scale)`` in ``{0.25, 0.5, 1, 2, 4}`` x 3 seeds (75 screenings):
+   ``ntkcheck sweep --serial --json --plot`` and ``ntkcheck sweep --workers W --json --plot``
+   (a ``LocalCluster`` of ``W`` worker processes, 1 thread each, started by the verb: the
+   default), both in this process. The per-task computation is identical, so the JSON rows
+   are compared **exactly** (``==`` on every value but the per-task time); the time ratio
+   dask / serial is printed, and the same grid once more through the API on an already
+   running cluster gives the ratio without the cluster's start-up.
+2. **One large Gram on Dask.** :func:`ntkcheck.sweep.distributed_gram` at ``M = 4096`` atoms
+   (512 samples of N = 8 tokens, d = 8, ``H d = 2 M``) on a ``LocalCluster`` (``W`` processes x
+   1 thread; Dask's nanny pins BLAS to one thread a worker), default head blocks (one product
+   task per worker thread, at least one per tile), 1 and 3 row blocks (1 and 6 tiles),
+   against the serial accumulation ``_gram_accumulated`` and the serial ``gram`` (features,
+   ``syrk``, ``eigvalsh``; BLAS on every core) in the same run: time ratios, and the
+   lambda_min difference against the Weyl bound ``2 gamma_K || |F||F|^T ||_F`` (``K = H d``).
+3. **Per-block costs.** For ``M`` atoms (d = 8, N = 8) and one block of ``c = 32`` heads
+   (256 columns) it times the feature block ``F_c`` (``M N c`` exps) and the rank-256 update
+   (BLAS ``syrk``, ``M^2 c d`` flops) at ``M = 4096`` and ``8192``, and the spectrum on one
+   machine: Cholesky (``M^3 / 3`` flops, the first step of ``gram``'s Cholesky + Lanczos)
+   at the same sizes and ``eigvalsh`` at ``M = 4096``. Fits ``t_feat = a M``,
+   ``t_syrk = b M^2``, ``t_chol = e M^3`` and extrapolates to ``M = 65536``, ``H d = 2 M``
+   (``theory/sweeps.md`` uses these numbers). Wall and CPU (core) seconds are both printed:
+   on a shared machine the CPU time is the steadier measure of the work.
 """
+
+# ruff: noqa: B023  (the timed lambdas run immediately, inside the loop iteration)
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import tempfile
 import time
 
 import numpy as np
 import scipy.linalg as sla
 
 from ntkcheck.cgf import as_laws
+from ntkcheck.cli import main as cli
 from ntkcheck.io.files import bundled_path
-from ntkcheck.ntk.features import Heads, attention_features, init_heads
-from ntkcheck.sweep import sweep
+from ntkcheck.ntk.features import DEFAULT_CHUNK, Heads, attention_features, init_heads
+from ntkcheck.ntk.gram_matrix import _gram_accumulated, gram
+from ntkcheck.sweep import distributed_gram, sweep
 
 SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def _cli_json(argv: list[str]) -> tuple[dict, float]:
+    out = io.StringIO()
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(out):
+        code = cli(argv)
+    dt = time.perf_counter() - t0
+    if code != 0:
+        raise SystemExit(f"ntkcheck {' '.join(argv)} exited {code}")
+    return json.loads(out.getvalue()), dt
+
+
+def _values(d: dict) -> list[tuple]:
+    return [tuple(v for k, v in r.items() if k != "seconds") for r in d["rows"]]
 
 
 def bench_sweep(workers: int, plot: str | None, scales: tuple[float, ...], seeds: tuple[int, ...]) -> None:
     from distributed import Client, LocalCluster
 
-    grid = dict(q_scales=scales, b_scales=scales, seeds=seeds)
-    t0 = time.perf_counter()
-    s = sweep(bundled_path(), serial=True, **grid)
-    t_serial = time.perf_counter() - t0
+    grid = ["--q-scales", ",".join(map(str, scales)), "--b-scales", ",".join(map(str, scales)),
+            "--seeds", ",".join(map(str, seeds))]
+    tmp = tempfile.mkdtemp()
+    plot = plot or os.path.join(tmp, "sweep.png")
+    s, t_serial = _cli_json(["sweep", *grid, "--serial", "--json", "--plot", os.path.join(tmp, "serial.png")])
+    d, t_dask = _cli_json(["sweep", *grid, "--workers", str(workers), "--json", "--plot", plot])
+    n = len(s["rows"])
+    equal = _values(s) == _values(d)
+    print(f"ntkcheck sweep: bundled data, {len(scales)} x {len(scales)} (q_scale, b_scale) x {len(seeds)} seeds "
+          f"= {n} screenings")
+    print(f"  --serial                                   {t_serial:8.2f} s  ({t_serial / n * 1e3:.0f} ms a task)")
+    print(f"  LocalCluster {workers} workers x 1 thread (default) {t_dask:8.2f} s  (start-up, sweep and shutdown)")
+    print(f"  ratio dask / serial: {t_dask / t_serial:.2f}")
+    print(f"  rows equal bit for bit: {equal}")
+    if not equal:
+        raise SystemExit("the Dask sweep differs from the serial sweep")
+    for b in d["best"]:
+        print(f"  best median lambda_min (outside the dependency): {b['median_lambda_min']:.4g} at q_scale "
+              f"{b['q_scale']:g}, b_scale {b['b_scale']:g} ({b['certified_seeds']}/{b['seeds']} seeds certified)")
+    print(f"  plot written to {plot}")
     t0 = time.perf_counter()
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             Client(cl) as client:
         t_start = time.perf_counter() - t0
-        d = sweep(bundled_path(), client=client, **grid)
-    t_dask = time.perf_counter() - t0
-    n = len(s.rows)
-    equal = s.values() == d.values()
-    print(f"sweep: bundled data, {len(scales)} x {len(scales)} (q_scale, b_scale) x {len(seeds)} seeds = {n} tasks")
-    print(f"  serial                        {t_serial:8.2f} s   ({t_serial / n * 1e3:.0f} ms a task)")
-    print(f"  LocalCluster {workers} workers x 1 thread {t_dask:8.2f} s   (of which start-up {t_start:.2f} s, "
-          f"sweep {d.seconds:.2f} s)")
-    print(f"  ratio dask / serial: {t_dask / t_serial:.2f} with start-up, {d.seconds / t_serial:.2f} without")
-    print(f"  rows equal bit for bit: {equal}")
-    if not equal:
-        raise SystemExit("the Dask sweep differs from the serial sweep")
-    for b in d.best():
-        print(f"  best median lambda_min (outside the dependency): {b['median_lambda_min']:.4g} at q_scale "
-              f"{b['q_scale']:g}, b_scale {b['b_scale']:g} ({b['certified_seeds']}/{b['seeds']} seeds certified)")
-    if plot:
-        d.plot(plot)
-        print(f"  plot written to {plot}")
+        a = sweep(bundled_path(), client=client, q_scales=scales, b_scales=scales, seeds=seeds)
+    same = [tuple(v for k, v in r.to_dict().items() if k != "seconds") for r in a.rows] == _values(s)
+    print(f"  API on a running cluster: start-up {t_start:.2f} s (not counted), sweep {a.seconds:.2f} s, "
+          f"ratio {a.seconds / t_serial:.2f} without start-up; rows equal: {same}")
 
 
-def bench_chunks(sizes: tuple[int, ...], d: int = 8, N: int = 8, cols: int = 256, reps: int = 3) -> None:
+def bench_distributed_gram(workers: int, M: int, d: int = 8, N: int = 8) -> None:
+    from distributed import Client, LocalCluster
+
+    rng = np.random.default_rng(0)
+    laws = as_laws([0.5 * rng.standard_normal((N, d)) for _ in range(M // N)])
+    H = 2 * M // d
+    heads = init_heads(H, d, q_scale=0.5, b_scale=0.5, seed=1)
+    t0 = time.perf_counter()
+    _gram_accumulated(laws, heads, DEFAULT_CHUNK, False)
+    t_acc = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    g = gram(laws, heads)
+    t_serial = time.perf_counter() - t0
+    F = attention_features(laws, heads)
+    A = np.abs(F)
+    K = F.shape[1]
+    gamma = K * 2.0**-53 / (1 - K * 2.0**-53)
+    weyl = 2 * gamma * float(np.linalg.norm(sla.blas.dsyrk(1.0, A.T, trans=1, lower=1)) * math.sqrt(2))
+    del F, A
+    print(f"\nOne Gram on Dask: M = {M} atoms, d = {d}, N = {N}, H = {H} (H d = 2 M)")
+    print(f"  serial: the Gram accumulated over head blocks (_gram_accumulated) {t_acc:.2f} s; gram() {t_serial:.2f} s "
+          f"(features, syrk, {g.method}), lambda_min {g.lambda_min:.6g}")
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
+            Client(cl) as client:
+        for tiles in (1, 3):
+            r = distributed_gram(laws, heads, client=client, tiles=tiles)
+            t = r.seconds_gram + r.seconds_spectrum
+            diff = abs(r.gram.lambda_min - g.lambda_min)
+            print(f"  distributed_gram, {workers} workers, {r.head_blocks} blocks of {r.chunk_heads} heads, "
+                  f"{tiles} row block(s), {r.tasks} tasks: Gram {r.seconds_gram:.2f} s (ratio "
+                  f"{r.seconds_gram / t_acc:.2f} to the serial accumulation) + spectrum {r.seconds_spectrum:.2f} s = "
+                  f"{t:.2f} s (ratio {t / t_serial:.2f} to gram()); |delta lambda_min| {diff:.2e} "
+                  f"(Weyl bound {weyl:.2e})")
+
+
+def _timed(fn, reps: int) -> tuple[float, float]:
+    """(best wall seconds, best CPU seconds of this process) over ``reps`` calls. CPU time (all
+    threads) is the work in core-seconds and hardly moves when other jobs share the cores."""
+    wall, cpu = [], []
+    for _ in range(reps):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return min(wall), min(cpu)
+
+
+def bench_blocks(sizes: tuple[int, ...], d: int = 8, N: int = 8, cols: int = 256, reps: int = 3) -> None:
     c = cols // d
     rng = np.random.default_rng(0)
     heads = init_heads(c, d, q_scale=0.5, b_scale=0.5, seed=1)
@@ -71,46 +156,55 @@ def bench_chunks(sizes: tuple[int, ...], d: int = 8, N: int = 8, cols: int = 256
     rows = []
     for M in sizes:
         laws = as_laws([0.5 * rng.standard_normal((N, d)) for _ in range(M // N)])
-        tf, ts = [], []
+        F = attention_features(laws, Hc)
         G = np.zeros((M, M), order="F")
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            F = attention_features(laws, Hc)
-            tf.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            G = sla.blas.dsyrk(1.0, F.T, beta=1.0, c=G, trans=1, lower=1, overwrite_c=1)
-            ts.append(time.perf_counter() - t0)
-        rows.append((M, min(tf), min(ts)))
-    print(f"\nGram chunk cost: d = {d}, N = {N} tokens a sample, one chunk of c = {c} heads ({cols} columns), "
-          f"best of {reps}")
-    print(f"  {'M':>6} {'features s':>11} {'ns/(M N c)':>11} {'syrk s':>9} {'GFLOP/s':>8}")
-    for M, f, s in rows:
-        print(f"  {M:>6} {f:>11.4f} {f / (M * N * c) * 1e9:>11.2f} {s:>9.4f} {M * M * cols / s / 1e9:>8.2f}")
-    # least-squares fits t_feat = a M, t_syrk = b M^2 on the measured sizes
+        feat = _timed(lambda: attention_features(laws, Hc), reps)
+        prod = _timed(lambda: sla.blas.dsyrk(1.0, F.T, beta=1.0, c=G, trans=1, lower=1, overwrite_c=1), reps)
+        # a positive definite matrix of the same size for the spectrum step: G + M I
+        G[np.diag_indices(M)] += M
+        chol = _timed(lambda: sla.cho_factor(G, lower=True, check_finite=False), 1)
+        eig = _timed(lambda: np.linalg.eigvalsh(G, UPLO="L"), 1) if M <= 4096 else None
+        rows.append((M, feat, prod, chol, eig))
+    print(f"\nPer-block cost: d = {d}, N = {N} tokens a sample, one block of c = {c} heads ({cols} columns); "
+          f"wall / CPU (core) seconds, features and syrk best of {reps}, spectrum once")
+    print(f"  {'M':>6} {'features':>15} {'syrk':>15} {'CPU GFLOP/s':>11} {'Cholesky':>15} {'CPU GFLOP/s':>11} "
+          f"{'eigvalsh':>15}")
+    for M, f, s, ch, e in rows:
+        print(f"  {M:>6} {f[0]:>7.4f}/{f[1]:<7.4f} {s[0]:>7.4f}/{s[1]:<7.4f} {M * M * cols / s[1] / 1e9:>11.2f} "
+              f"{ch[0]:>7.3f}/{ch[1]:<7.3f} {M**3 / 3 / ch[1] / 1e9:>11.2f} "
+              f"{'-' if e is None else f'{e[0]:.2f}/{e[1]:.2f}':>15}")
     Ms = np.array([r[0] for r in rows], float)
-    a = float(np.dot(Ms, [r[1] for r in rows]) / np.dot(Ms, Ms))
-    b = float(np.dot(Ms**2, [r[2] for r in rows]) / np.dot(Ms**2, Ms**2))
+
+    def fit(k: int, p: int, w: int) -> float:  # least squares t = coef M^p through the origin
+        return float(np.dot(Ms**p, [r[k][w] for r in rows]) / np.dot(Ms**p, Ms**p))
+
     M = 65536
     H = 2 * M // d
-    chunks = H // c
-    t_f, t_s = a * M * chunks, b * M**2 * chunks
-    print(f"  fit: features {a * 1e9:.1f} ns per atom per chunk, syrk {b * 1e12:.2f} ps per atom^2 per chunk")
-    print(f"  extrapolation M = {M}, H = {H} (H d = 2 M), {chunks} chunks, one core: features {t_f / 3600:.2f} h, "
-          f"product {t_s / 3600:.2f} h, Gram {8 * M * M / 2**30:.0f} GiB")
+    blocks = H // c
+    for w, what in ((1, "CPU (core-hours)"), (0, "wall on this machine")):
+        a, b, e = fit(1, 1, w), fit(2, 2, w), fit(3, 3, w)
+        print(f"  fit, {what}: features {a * 1e9:.1f} ns per atom per block, syrk {b * 1e12:.2f} ps per atom^2 per "
+              f"block, Cholesky {e * 1e12:.4f} ps per atom^3")
+        print(f"    M = {M}, H = {H} (H d = 2 M), {blocks} blocks of {c} heads: features {a * M * blocks / 3600:.2f} h, "
+              f"products {b * M**2 * blocks / 3600:.2f} h, Cholesky {e * M**3 / 3600:.2f} h")
+    print(f"  memory at M = {M}: Gram {8 * M * M / 2**30:.0f} GiB (+ {8 * M * M / 2**30:.0f} GiB for the factor); "
+          f"one feature block {8 * M * cols / 2**20:.0f} MiB")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="3 x 3 grid, 1 seed, small chunk sizes")
+    ap.add_argument("--quick", action="store_true", help="3 x 3 grid, 1 seed, small sizes")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--plot", default=None)
+    ap.add_argument("--parts", default="sweep,gram,blocks", help="comma-separated subset of sweep,gram,blocks")
     args = ap.parse_args()
-    if args.quick:
-        bench_sweep(args.workers, args.plot, (0.5, 1.0, 2.0), (0,))
-        bench_chunks((512, 1024))
-    else:
-        bench_sweep(args.workers, args.plot, SCALES, (0, 1, 2))
-        bench_chunks((1024, 2048, 4096))
+    parts = set(args.parts.split(","))
+    if "sweep" in parts:
+        bench_sweep(args.workers, args.plot, (0.5, 1.0, 2.0) if args.quick else SCALES, (0,) if args.quick else (0, 1, 2))
+    if "gram" in parts:
+        bench_distributed_gram(args.workers, 512 if args.quick else 4096)
+    if "blocks" in parts:
+        bench_blocks((512, 1024) if args.quick else (4096, 8192))
 
 
 if __name__ == "__main__":

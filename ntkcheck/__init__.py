@@ -10,8 +10,8 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
 
     cli                      command line
     claims                   seed claims tried by hypothesis
-    strategies               hypothesis strategies for users' own tests
-    screening                initialisation screening of user data
+    sweep, strategies        screening sweeps on Dask; hypothesis strategies for users' own tests
+    screening, _sweep_gram   initialisation screening of user data; one Gram over head blocks on Dask
     dynamics                 model, adjoint, NTK over all parameters, flows, experiments
     io                       token files, heads files, real models
     ntk                      heads, features, Gram on distinct atoms, structures, cross-check

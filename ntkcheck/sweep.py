@@ -16,19 +16,23 @@ screening per task, either serially or as ``dask.distributed`` tasks:
 * a task runs exactly the serial computation, :func:`~ntkcheck.screening.screen`, on the same
   laws and heads, so the distributed and the serial sweep agree **bit for bit** (the per-task
   sums are the same sums in the same order; :mod:`tests.test_sweep` compares them with ``==``);
-* results stream back as they finish (``distributed.as_completed``, with a count) and are
-  gathered into one table (:meth:`SweepResult.table`), one JSON object
-  (:meth:`SweepResult.to_dict`) and a heatmap of the median over seeds of
-  :math:`\lambda_{\min}` over ``(q_scale, b_scale)`` (:meth:`SweepResult.plot`).
+* results stream back as they finish (``distributed.as_completed``, which also drives the
+  progress bar of :mod:`ntkcheck._progress`) and are gathered into one table
+  (:meth:`SweepResult.table`), one JSON object (:meth:`SweepResult.to_dict`) and a heatmap of
+  the median over seeds of :math:`\lambda_{\min}` over ``(q_scale, b_scale)``
+  (:meth:`SweepResult.plot`).
+
+The Gram of ONE very large screening is distributed differently, over head blocks and tiles
+of the Gram: :func:`distributed_gram` (defined in ``ntkcheck/_sweep_gram.py``, exported here).
 
 Each row reports the NTK Gram's :math:`\lambda_{\min}` at FixUp on the distinct atoms
 (:math:`W^{1/2} K W^{1/2} = F F^T`, seed 003 "Training Infinitely Deep and Wide Transformers" Prop. 5),
-whether positivity is *certified* (a rigorous Arb lower bound) or only seen in float64,
+whether positivity is *certified* (a rigorous lower bound) or only seen in float64,
 and the cross-check against seed 003 Prop. 8. When the samples are dependent (the bundled
 example is), the full Gram has a kernel at every scale; the row then also reports
 :math:`\lambda_{\min}` on the samples outside the dependency, which is what the scales
 change. Memory and time of a sweep, and of one Gram at large ``M`` on ``n`` workers, are
-estimated in ``theory/sweeps.md``.
+estimated from measured per-block costs in ``theory/sweeps.md``.
 """
 
 from __future__ import annotations
@@ -44,12 +48,14 @@ from typing import Any
 
 import numpy as np
 
+from ._progress import progress_bar
+from ._sweep_gram import DistributedGram, dask_client, distributed_gram
 from .cgf import Empirical, as_laws
 from .errors import InputError
 from .io.files import load_samples
 from .screening import screen
 
-__all__ = ["SweepRow", "SweepResult", "sweep", "sweep_grid"]
+__all__ = ["SweepRow", "SweepResult", "sweep", "sweep_grid", "distributed_gram", "DistributedGram"]
 
 #: screenings in one process run one at a time: the exact and ball arithmetic below them
 #: sets process-global precision (``mpmath.workdps``, python-flint's ``ctx.prec``), and two
@@ -64,7 +70,7 @@ class SweepRow:
 
     ``lambda_min`` / ``relative_lambda_min`` are those of the NTK Gram at FixUp on all the
     samples' distinct atoms; ``status`` is the Gram's status (``"positive"``, ``"below
-    resolution"``, ...); ``certified`` is True only when an Arb lower bound
+    resolution"``, ...); ``certified`` is True only when a rigorous lower bound
     ``certified_lower_bound > 0`` proves positivity. ``crosscheck`` is the agreement with seed
     003 Prop. 8. ``complement_*`` describe the Gram on the samples outside the dependency found
     (None when the samples are independent or no complement was checked)."""
@@ -157,7 +163,7 @@ class SweepResult:
             out.append(f"{Path(r.file).name[:22]:<22} {r.heads:>4} {r.q_scale:>8.3g} {r.b_scale:>8.3g} {r.seed:>4} "
                        f"{r.lambda_min:>11.3e} {r.relative_lambda_min:>9.2e} {'yes' if r.certified else 'no':>9} "
                        f"{r.crosscheck:>11} {comp:>17}")
-        out.append("(* = positivity certified in Arb; otherwise seen in float64 only or below resolution)")
+        out.append("(* = positivity certified; otherwise seen in float64 only or below resolution)")
         for b in self.best():
             out.append(f"best median lambda_min for {Path(b['file']).name}, H = {b['heads']}: {b['median_lambda_min']:.4g} "
                        f"at q_scale {b['q_scale']:g}, b_scale {b['b_scale']:g} ({b['certified_seeds']}/{b['seeds']} "
@@ -303,7 +309,7 @@ def sweep(
         Head counts; None is :func:`~ntkcheck.screening.default_head_count` (``H d >= 4 M``).
     seeds : sequence of int
     certify : bool
-        Passed to :func:`~ntkcheck.screening.screen` (Arb certificates for small Grams).
+        Passed to :func:`~ntkcheck.screening.screen` (certificates of the Grams float64 sees positive).
     serial : bool
         Run in this process, in grid order, without Dask.
     client : distributed.Client, optional
@@ -312,7 +318,8 @@ def sweep(
         ``LocalCluster(n_workers=workers, threads_per_worker=threads, processes=processes)``
         is started and closed here.
     progress : bool
-        One line on stderr per finished task, ``[k/n]``, as Dask reports it (``as_completed``).
+        A progress bar on stderr (:func:`ntkcheck._progress.progress_bar`) advanced as Dask reports
+        each task finished (``distributed.as_completed``), the last row's numbers beside it.
     on_row : callable ``(row, k, n)``, optional
         Called with each row as it arrives (streaming).
 
@@ -344,22 +351,24 @@ def sweep(
     n = len(tasks)
     rows: list[SweepRow] = []
 
-    def arrived(row: SweepRow) -> None:
-        rows.append(row)
-        if progress:
-            print(f"[{len(rows)}/{n}] q_scale {row.q_scale:g} b_scale {row.b_scale:g} H {row.heads} seed {row.seed}: "
-                  f"lambda_min {row.lambda_min:.3g} ({row.status})", file=sys.stderr, flush=True)
-        if on_row is not None:
-            on_row(row, len(rows), n)
-
     t0 = time.perf_counter()
-    if serial:
-        for f, h, q, b, s in tasks:
-            arrived(_task(laws[f], f, h, q, b, s, dist, certify))
-        mode = "serial"
-    else:
-        mode = _run_dask(laws, tasks, dist, certify, arrived, client, scheduler, workers, threads, processes,
-                         progress)
+    with progress_bar(n, desc="sweep", unit="task", enabled=bool(progress)) as bar:
+
+        def arrived(row: SweepRow) -> None:
+            rows.append(row)
+            bar.update(1)
+            bar.set_postfix_str(f"last: q {row.q_scale:g} b {row.b_scale:g} H {row.heads} seed {row.seed} "
+                                f"lambda_min {row.lambda_min:.3g}", refresh=False)
+            if on_row is not None:
+                on_row(row, len(rows), n)
+
+        if serial:
+            for f, h, q, b, s in tasks:
+                arrived(_task(laws[f], f, h, q, b, s, dist, certify))
+            mode = "serial"
+        else:
+            mode = _run_dask(laws, tasks, dist, certify, arrived, client, scheduler, workers, threads, processes,
+                             progress)
     order = {f: i for i, f in enumerate(laws)}  # files in the order given, not by path string
     rows.sort(key=lambda r: (order[r.file],) + r.key[1:])
     return SweepResult(rows=tuple(rows), mode=mode, seconds=time.perf_counter() - t0, dist=dist)
@@ -368,37 +377,16 @@ def sweep(
 def _run_dask(laws: dict[str, list[Empirical]], tasks: list[tuple[str, int | None, float, float, int]], dist: str,
               certify: bool, arrived: Callable[[SweepRow], None], client: Any, scheduler: str | None,
               workers: int, threads: int, processes: bool, progress: bool) -> str:
-    try:
-        from distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise InputError("the Dask sweep needs dask and distributed: pip install 'ntkcheck[dask]' "
-                         "(or run serially)") from None
-    if not (isinstance(workers, int) and workers >= 1 and isinstance(threads, int) and threads >= 1):
-        raise InputError(f"workers and threads: expected positive integers, got {workers!r}, {threads!r}")
-    cluster = None
-    own = client is None
-    if own:
-        if scheduler is not None:
-            try:
-                client = Client(scheduler, timeout="10s")
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise InputError(f"cannot connect to the Dask scheduler at {scheduler!r} ({exc})") from None
-        else:
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=threads, processes=processes,
-                                   dashboard_address=":0")  # a free port: never clash with another cluster
-            client = Client(cluster)
-    try:
+    with dask_client(client, scheduler, workers, threads, processes) as cl:
+        from distributed import as_completed
+
         if progress:
-            print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr, flush=True)
+            print(f"Dask dashboard: {cl.dashboard_link}", file=sys.stderr, flush=True)
         # ship each file's laws once to every worker; tasks carry only a reference and five numbers
-        shipped = {f: client.scatter([v], broadcast=True)[0] for f, v in laws.items()}
-        futures = [client.submit(_task, shipped[f], f, h, q, b, s, dist, certify, pure=False)
+        # (random keys: re-scattering equal data while an earlier run releases it loses the data)
+        shipped = {f: cl.scatter([v], broadcast=True, hash=False)[0] for f, v in laws.items()}
+        futures = [cl.submit(_task, shipped[f], f, h, q, b, s, dist, certify, pure=False)
                    for f, h, q, b, s in tasks]
         for fut in as_completed(futures):
             arrived(fut.result())
-        return f"dask {client.scheduler.address}"
-    finally:
-        if own:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+        return f"dask {cl.scheduler.address}"

@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "io": 5,
     "dynamics": 6,
     "screening": 7,
+    "_sweep_gram": 7,  # the distributed Gram: imports ntk (4); sweep (8) re-exports it
     "sweep": 8,  # imports screening (7); nothing imports it but the cli
     "strategies": 8,
     "claims": 9,

@@ -4,6 +4,11 @@ Parses the grid (``--q-scales``, ``--b-scales``, ``--heads``, ``--seeds``, data 
 :func:`ntkcheck.sweep.sweep` (a ``LocalCluster`` by default, ``--scheduler ADDRESS`` for a
 running cluster, ``--serial`` for none), and prints a table or (``--json``) exactly one
 JSON object; ``--plot`` writes the heatmap of the median ``lambda_min`` over seeds.
+
+``--one-gram``: instead of a grid, ONE screening's Gram (one file, one value of each of
+``--q-scales``, ``--b-scales``, ``--heads``, ``--seeds``) accumulated over head blocks (and
+``--tiles``) on the Dask workers, :func:`ntkcheck.sweep.distributed_gram`; the JSON object then
+carries ``one_gram`` instead of ``rows``.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import json
 from typing import Any
 
 from ..io.files import bundled_path
-from ._args import nonnegative_float, positive_int
+from ._args import nonnegative_float, positive_int, seed_int
 
 
 def _list(kind: Any, what: str) -> Any:
@@ -23,16 +28,6 @@ def _list(kind: Any, what: str) -> Any:
             raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}, got {x!r}")
         return [kind(p.strip()) for p in parts]
     return parse
-
-
-def _seed(x: str) -> int:
-    try:
-        v = int(x)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed >= 0, got {x!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer seed >= 0, got {x!r}")
-    return v
 
 
 def register(subparsers: Any) -> None:
@@ -53,11 +48,11 @@ def register(subparsers: Any) -> None:
                    metavar="B1,B2,...", help="scales of the b entries (default 1)")
     p.add_argument("--heads", type=_list(positive_int, "positive integers"), default=None, metavar="H1,H2,...",
                    help="head counts (default: ceil(4 M / d) per file)")
-    p.add_argument("--seeds", type=_list(_seed, "integer seeds"), default=[0], metavar="S1,S2,...",
+    p.add_argument("--seeds", type=_list(seed_int, "integer seeds"), default=[0], metavar="S1,S2,...",
                    help="seeds of the head initialisation (default 0)")
     p.add_argument("--dist", choices=("gaussian", "uniform"), default="gaussian",
                    help="law of the head entries at initialisation (default gaussian)")
-    p.add_argument("--no-certify", action="store_true", help="skip the Arb certificates of the Grams")
+    p.add_argument("--no-certify", action="store_true", help="skip the certificates of the Grams (rigorous lower bounds on lambda_min)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS", default=None,
                        help="address of a running Dask scheduler (e.g. tcp://host:8786)")
@@ -68,7 +63,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--plot", metavar="FILE.png", default=None,
                    help="heatmap of the median lambda_min over seeds against (q_scale, b_scale)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--progress", action="store_true", help="one line on stderr per finished task")
+    p.add_argument("--progress", action="store_true", help="a progress bar over the tasks on stderr")
+    one = p.add_argument_group("one large Gram (--one-gram)")
+    one.add_argument("--one-gram", action="store_true",
+                     help="instead of a grid: the Gram of ONE screening (one file, one value of each grid option) "
+                     "accumulated over head blocks on the Dask workers, and its lambda_min (float64, not certified)")
+    one.add_argument("--chunk-heads", type=positive_int, default=None, metavar="C",
+                     help="heads per block, one product task each (default: one product task per worker thread, "
+                     "at least one per tile)")
+    one.add_argument("--tiles", type=positive_int, default=1, metavar="P",
+                     help="row blocks of the Gram: P (P + 1) / 2 tiles, 8 (M / P)^2 bytes a task (default 1)")
+    one.add_argument("--reduce", choices=("tree", "ordered"), default="tree",
+                     help="sum the partial Grams in a pairwise tree (default) or in head order (the serial order)")
     p.set_defaults(func=run)
 
 
@@ -76,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
     from ..sweep import sweep
 
     paths = args.paths or [str(bundled_path("screen_default.npz"))]
+    if args.one_gram:
+        return _one_gram(args, paths)
     res = sweep(paths, q_scales=args.q_scales, b_scales=args.b_scales,
                 heads=args.heads if args.heads is not None else [None], seeds=args.seeds, dist=args.dist,
                 certify=not args.no_certify, serial=args.serial, scheduler=args.scheduler, workers=args.workers,
@@ -89,4 +97,36 @@ def run(args: argparse.Namespace) -> int:
     print(res.table())
     if args.plot:
         print(f"plot written to {args.plot}")
+    return 0
+
+
+def _one_gram(args: argparse.Namespace, paths: list[str]) -> int:
+    from ..cgf import as_laws
+    from ..errors import InputError
+    from ..io.files import load_samples
+    from ..screening import default_head_count
+    from ..sweep import distributed_gram
+
+    if args.serial:
+        raise InputError("--one-gram accumulates the Gram on Dask; for one Gram in this process use `ntkcheck gram`")
+    if args.plot:
+        raise InputError("--plot draws the heatmap of a grid; --one-gram computes one Gram")
+    many = [name for name, v in (("PATH", paths), ("--q-scales", args.q_scales), ("--b-scales", args.b_scales),
+                                 ("--heads", args.heads or [None]), ("--seeds", args.seeds)) if len(v) != 1]
+    if many:
+        raise InputError(f"--one-gram takes one file and one value of each grid option; several given for {', '.join(many)}")
+    laws = as_laws(load_samples(paths[0]))
+    H = args.heads[0] if args.heads else default_head_count(sum(law.n_atoms for law in laws), laws[0].dim)
+    q, b, seed = args.q_scales[0], args.b_scales[0], args.seeds[0]
+    r = distributed_gram(laws, H, q_scale=q, b_scale=b, dist=args.dist, seed=seed, scheduler=args.scheduler,
+                         workers=args.workers, threads=args.threads, chunk_heads=args.chunk_heads, tiles=args.tiles,
+                         reduce=args.reduce, progress=args.progress)
+    if args.json:
+        d = {"schema": "ntkcheck/sweep/1", "mode": r.mode, "seconds": r.seconds_gram + r.seconds_spectrum,
+             "dist": args.dist, "plot": None,
+             "one_gram": {"file": paths[0], "q_scale": q, "b_scale": b, "heads": H, "seed": seed, **r.to_dict()}}
+        print(json.dumps(d))
+        return 0
+    print(f"{paths[0]}: q_scale {q:g}, b_scale {b:g}, seed {seed}, {args.dist} heads")
+    print(r.summary())
     return 0
