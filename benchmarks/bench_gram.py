@@ -27,10 +27,15 @@ For M token slots (N = 8 tokens a sample, M / 8 samples), d = 8 and 32, H d = 2 
   Gram with rigorous error bounds, Rump's verified Cholesky), against the float64 spectrum
   ``gram()`` (features, ``syrk``, ``eigvalsh``) in the same run, at d = 8, N = 8,
   H d = 2 M, M = 1024 and 4096 (aim: ratio <= 3 at 4096); prints the certified lower bound
-  against the float64 lambda_min. ``--arb``: the Arb route (``certify_lambda_min``) at d = 2,
+  against the float64 lambda_min and the tracemalloc peak of each route. ``--cert --large``
+  adds M = 16384 (one M x M Gram of 2.1 GB for the certified route; ~15-30 min on 2 cores). ``--arb``: the Arb route (``certify_lambda_min``) at d = 2,
   M doubled from 16 until one run takes more than 60 s.
+* ``--arb-largest``: the preconditioned certificate at d = 2 (``certify_lambda_min(method=
+  "preconditioned")``, float64 features and a preconditioner with proved bounds), M doubled
+  from 256 while a run takes at most 60 s, the Arb route timed beside it at M = 256, and the
+  refusals beyond (above ``MAX_CERTIFY_TOKENS``; relative lambda_min ~1e-29).
 
-Usage: ``python benchmarks/bench_gram.py [--quick | --full | --cert | --arb] [--rows M:d ...]``. Default: M = 256, 1024, 4096
+Usage: ``python benchmarks/bench_gram.py [--quick | --full | --cert [--large] | --arb] [--rows M:d ...]``. Default: M = 256, 1024, 4096
 (a few minutes); ``--quick``: M <= 1024 (seconds); ``--full`` adds M = 16384 at d = 8
 (F F^T accumulation ~ 9e12 flops and eigvalsh of a 16384 x 16384 matrix: ~11 minutes
 on 2 cores, ~6 GiB). The machine may be shared: times are best-of-3 where cheap, and the
@@ -105,16 +110,22 @@ def main(argv=None) -> None:
     ap.add_argument("--laws", action="store_true", help="only the distinct-atom / structure timings")
     ap.add_argument("--cert", action="store_true", help="only certified route / float64 spectrum (issue 14)")
     ap.add_argument("--arb", action="store_true", help="only the Arb route's largest M within 60 s at d = 2")
+    ap.add_argument("--arb-largest", action="store_true",
+                    help="only the fast (preconditioned) certificate at d = 2: largest M within 60 s (issue 14)")
+    ap.add_argument("--large", action="store_true", help="with --cert: add M = 16384 (run it alone)")
     args = ap.parse_args(argv)
     if args.laws:
         _laws_bench()
         return
     if args.cert:
-        _cert_bench([(8, 1024), (8, 4096)] if not args.rows else
+        _cert_bench([(8, 1024), (8, 4096)] + ([(8, 16384)] if args.large else []) if not args.rows else
                     [(int(r.split(":")[1]), int(r.split(":")[0])) for r in args.rows])
         return
     if args.arb:
         _arb_bench()
+        return
+    if args.arb_largest:
+        _arb_largest_bench()
         return
     sizes = [256, 1024] if args.quick else [256, 1024, 4096]
     rows = [(d, M) for d in (8, 32) for M in sizes]
@@ -182,21 +193,25 @@ def _cert_bench(rows) -> None:
 
     rng = np.random.default_rng(0)
     print(f"{'M':>6} {'d':>3} {'H':>5} | {'cert s':>7} {'float s':>7} {'ratio':>6} | {'lower bound':>11} "
-          f"{'lmin f64':>10} {'lb/lmin':>7} {'radius':>8} {'method':>16}")
+          f"{'lmin f64':>10} {'lb/lmin':>7} {'radius':>8} {'method':>16} | {'cert MiB':>8} {'float MiB':>9} {'chol':>4}")
     for d, M in rows:
         H = 2 * M // d
         S = as_laws([rng.standard_normal((N_TOK, d)) / np.sqrt(d) for _ in range(M // N_TOK)])
         heads = init_heads(H, d, seed=1)
         reps = 2 if M <= 1024 else 1
-        t_c, cert = _best(lambda: certify_positive(S, heads, arb=False), reps)
-        t_f, res = _best(lambda: gram(S, heads), reps)
+        t_c, (p_c, cert) = _best(lambda: _peak_mib(lambda: certify_positive(S, heads, arb=False)), reps)
+        t_f, (p_f, res) = _best(lambda: _peak_mib(lambda: gram(S, heads)), reps)
         lb = cert.lower_bound if cert.positive else float("nan")
+        chol = cert.statement.split(" Cholesky factorisations")[0].rsplit(" ", 1)[-1] if cert.positive else "-"
         print(f"{M:>6} {d:>3} {H:>5} | {t_c:>7.2f} {t_f:>7.2f} {t_c / t_f:>6.2f} | {lb:>11.4e} "
-              f"{res.lambda_min:>10.4e} {lb / res.lambda_min:>7.3f} {cert.radius:>8.1e} {cert.method:>16}", flush=True)
+              f"{res.lambda_min:>10.4e} {lb / res.lambda_min:>7.3f} {cert.radius:>8.1e} {cert.method:>16} | "
+              f"{p_c:>8.0f} {p_f:>9.0f} {chol:>4}", flush=True)
         if not cert.positive:
             print("   ", cert.statement)
-    print("cert s: certify_positive (features, syrk, |F| |F|^T bound, inverse iteration, Cholesky of G - tI); "
-          "float s: gram() (features, syrk, eigvalsh); radius: proved ||G - fl(G)||_2 + Cholesky allowance.")
+    print("cert s: certify_positive (features and syrk accumulated over head blocks with the |F| |F|^T bound, "
+          "Cholesky + Lanczos estimate, Cholesky of G - tI, all in one M x M array); float s: gram() (M <= 4096: "
+          "features, syrk, eigvalsh; above: accumulated Gram, Cholesky + Lanczos); radius: proved ||G - fl(G)||_2 "
+          "+ Cholesky allowance; MiB: tracemalloc peaks; chol: Cholesky factorisations of the certified route.")
 
 
 def _arb_bench() -> None:
@@ -209,11 +224,56 @@ def _arb_bench() -> None:
         d = 2
         S = as_laws([rng.standard_normal((N_TOK, d)) / np.sqrt(d) for _ in range(M // N_TOK)])
         heads = init_heads(2 * M // d, d, seed=1)
-        t, c = _best(lambda: certify_lambda_min(S, heads), 1)
+        t, c = _best(lambda: certify_lambda_min(S, heads, method="arb"), 1)
         print(f"{M:>5} {d:>2} {2 * M // d:>4} | {t:>7.2f} {c.bits:>5} {c.lower_bound or float('nan'):>11.3e}", flush=True)
         if t > 60:
             break
         M *= 2
+
+
+# ---------------------------------------------------------------- --arb-largest (issue 14)
+def _arb_largest_bench() -> None:
+    """The preconditioned certificate (``certify_lambda_min(method="preconditioned")``) at d = 2,
+    N = 8, H = M (H d = 2 M), M doubled from 256 until one run takes more than 60 s; at M = 256
+    the Arb inverse route (``method="arb"``) is timed in the same run (ratio). ``lb / svd``: the
+    certified bound over sigma_min(F)^2 from numpy's SVD (a float reference, to M = 2048). Then
+    the refusals: above ``MAX_CERTIFY_TOKENS``, and at Q, b scale 1e-6 (relative lambda_min ~1e-29)."""
+    from ntkcheck.errors import PrecisionError
+    from ntkcheck.ntk.certificate import MAX_CERTIFY_TOKENS, certify_lambda_min
+
+    rng = np.random.default_rng(0)
+    d = 2
+    print(f"{'M':>5} {'H':>5} | {'fast s':>7} {'arb s':>7} {'arb/fast':>8} | {'lower bound':>11} {'rel lmin':>9} "
+          f"{'lb/svd':>7} | kind")
+    M = 256
+    while M <= MAX_CERTIFY_TOKENS:
+        S = as_laws([rng.standard_normal((N_TOK, d)) / np.sqrt(d) for _ in range(M // N_TOK)])
+        heads = init_heads(2 * M // d, d, seed=1)
+        t, c = _best(lambda: certify_lambda_min(S, heads, method="preconditioned"), 1)
+        ta = ratio = float("nan")
+        if M == 256:
+            ta, ca = _best(lambda: certify_lambda_min(S, heads, method="arb"), 1)
+            ratio = ta / t
+        rel = ref = float("nan")
+        if M <= 2048:
+            sv = np.linalg.svd(attention_features(S, heads), compute_uv=False)
+            rel, ref = (sv[-1] / sv[0]) ** 2, (c.lower_bound or float("nan")) / sv[-1] ** 2
+        print(f"{M:>5} {2 * M // d:>5} | {t:>7.2f} {ta:>7.2f} {ratio:>8.1f} | {c.lower_bound or float('nan'):>11.4e} "
+              f"{rel:>9.2e} {ref:>7.4f} | {c.kind}", flush=True)
+        if not c.positive:
+            print("   ", c.detail)
+        if t > 60:
+            break
+        M *= 2
+    big = 2 * MAX_CERTIFY_TOKENS
+    S = as_laws([rng.standard_normal((N_TOK, d)) / np.sqrt(d) for _ in range(big // N_TOK)])
+    try:
+        certify_lambda_min(S, init_heads(big, d, seed=1))
+    except PrecisionError as exc:
+        print(f"M = {big}: {exc}")
+    S = as_laws([rng.standard_normal((N_TOK, d)) / np.sqrt(d) for _ in range(512 // N_TOK)])
+    c = certify_lambda_min(S, init_heads(512, d, seed=1, q_scale=1e-6, b_scale=1e-6), method="preconditioned")
+    print(f"M = 512, Q, b scale 1e-6: {c.kind}: {c.detail}")
 
 
 def _laws_bench() -> None:

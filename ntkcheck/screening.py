@@ -104,8 +104,8 @@ def _certified(laws: list[Empirical], heads: Heads, g: GramResult, max_bits: int
                 f"float64 certification inconclusive ({pc.statement}): positivity is seen in float64 only")
         return replace(g, certified=cert, notes=(*g.notes, note))
     cert = _certify(laws, heads, max_bits=max_bits)
-    note = ("positivity certified in Arb ball arithmetic" if cert.positive else
-            "Arb certification inconclusive: positivity is seen in float64 only")
+    note = (f"positivity certified ({cert.how})" if cert.positive else
+            "certification inconclusive: positivity is seen in float64 only")
     return replace(g, certified=cert, notes=(*g.notes, note))
 
 
@@ -196,7 +196,7 @@ class ScreenReport:
             nxt = f"Next: rerun with at least {math.ceil(g.atoms / g.dim)} heads (the default draws 4 M / d)."
             return _paragraphs(data, meaning, nxt)
         if self.weak.independent:
-            how = ("certified in Arb ball arithmetic" if g.certified_positive else
+            how = (f"certified: {g.certified.how}" if g.certified_positive and g.certified else
                    "seen in float64, not certified" if g.positive else f"not established ({g.status})")
             meaning = (f"Training: the CGFs are certified weakly independent, so the NTK at FixUp is injective "
                        f"(seed 003 Prop. 8); the Gram on these heads is positive ({how}), lambda_0 = "
@@ -205,7 +205,7 @@ class ScreenReport:
             nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
                    "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold)."
                    if g.positive else
-                   "Next: rerun with certify=True (M <= 256) or more heads before relying on a rate.")
+                   "Next: rerun with certify=True (M <= 4096) or more heads before relying on a rate.")
             return _paragraphs(data, meaning, nxt)
         if self.weak.dependent:
             inv = list(self.involved)
@@ -304,8 +304,8 @@ class ScreenReport:
         out.append(f"  condition           {g.condition:.3g}   (spectrum: {g.method})")
         if g.certified is not None:
             c = g.certified
-            cert_text = (f"lambda_min >= {c.lower_bound:.6g} (Arb ball arithmetic, {c.bits} bits)" if c.positive
-                         else f"Arb: inconclusive up to {c.bits} bits (positivity not claimed)")
+            cert_text = (f"lambda_min >= {c.lower_bound:.6g} ({c.how})" if c.positive
+                         else f"inconclusive ({c.bits} bits; positivity not claimed)")
             out.append(f"  certificate         {cert_text}")
         if self.crosscheck.kernel is not None:
             out.append(f"  kernel dimension    {self.crosscheck.kernel.sentence()}")
@@ -379,8 +379,8 @@ def screen(
     depth_T : float
         Depth ``T`` of the model: the NTK and :math:`\lambda_0` scale by ``T``.
     certify : bool
-        Arb certificate for the Gram when float64 cannot decide and no kernel is predicted
-        (``M <= 256``).
+        Certificate for the Gram when float64 cannot decide and no kernel is predicted
+        (``M <= 4096``, :func:`~ntkcheck.ntk.certificate.certify_lambda_min`).
     max_bits : int
         Highest Arb precision of that certificate (512 keeps a singular Gram's failed
         attempts near one second; a Gram with relative ``lambda_min`` ~1e-40 needs ~300).

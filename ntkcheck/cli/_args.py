@@ -90,7 +90,7 @@ EXIT_CODES: dict[str, str] = {
     "decide": "0 independent (certified); 1 dependent (certified); 3 inconclusive; 2 bad input. "
               "Without PATH and --family (the seed's examples): 0 every verdict certified and as the seed "
               "says, 1 a verdict disagrees with the seed, 3 some verdict inconclusive.",
-    "screen": "0 NTK Gram certified positive (Arb lower bound) and the Prop. 8 cross-check agrees; "
+    "screen": "0 NTK Gram certified positive (a rigorous lower bound on lambda_min) and the Prop. 8 cross-check agrees; "
               "1 Gram singular, certified by an exact CGF dependency with overlap (Prop. 8), or the "
               "cross-check disagrees; 3 not certified (positive in float64 only, --no-certify, or no "
               "prediction); 2 bad input.",

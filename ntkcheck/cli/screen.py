@@ -72,7 +72,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--plot", metavar="FILE.png", default=None,
                    help="write the Gram spectrum and CGF plot to this file (default: no plot)")
     p.add_argument("--no-certify", action="store_true",
-                   help="skip the Arb certificate of the Gram (faster; the exit status is then 3 at best)")
+                   help="skip the certificate of the Gram (faster; the exit status is then 3 at best)")
     p.add_argument("--thm85", action="store_true",
                    help="also give the rate of seed 002 Thm. 8.5: lambda_min of the readout-loss NTK with heads "
                    "shared over depth T (T^2 G_r); guaranteed only below the corrected eq. 30 (see ntkcheck flow)")
@@ -89,8 +89,10 @@ def register(subparsers: Any) -> None:
     )
     _head_options(g)
     g.add_argument("--certify", action="store_true",
-                   help="rigorous lower bound on lambda_min in Arb (M <= 256 distinct atoms); without it a "
-                   "positive Gram is only seen in float64 (exit status 3)")
+                   help="rigorous lower bound on lambda_min (up to M = 4096 distinct atoms: a preconditioned "
+                   "float64 bound with proved error terms, or Arb ball arithmetic up to 256 atoms; beyond: a "
+                   "verified Cholesky of the Gram accumulated over head blocks); without it a positive Gram is "
+                   "only seen in float64 (exit status 3)")
     g.add_argument("--no-structure", action="store_true",
                    help="skip the dependence structure and the predicted kernel dimension")
     g.set_defaults(func=run_gram)
@@ -174,8 +176,8 @@ def run_gram(args: argparse.Namespace) -> int:
     if args.certify and res.positive and res.certified is None and res.atoms <= MAX_CERTIFY_TOKENS:
         # float64 saw it positive: --certify asks for the rigorous lower bound as well
         cert = _certify(laws, heads)
-        res = replace(res, certified=cert, notes=(*res.notes, "positivity certified in Arb ball arithmetic"
-                                                  if cert.positive else "Arb certification inconclusive"))
+        res = replace(res, certified=cert, notes=(*res.notes, f"positivity certified ({cert.how})"
+                                                  if cert.positive else "certification inconclusive"))
     st = kc = None
     if not args.no_structure:
         st = dependence_structure(laws)

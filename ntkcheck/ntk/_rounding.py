@@ -6,27 +6,45 @@ scale"). Model: IEEE binary64, round to nearest, :math:`u = 2^{-53}`,
 :math:`\gamma_k = k u / (1 - k u)`; a dot product of length ``k`` evaluated in any order
 (BLAS, blocked, with or without FMA) has error at most :math:`\gamma_k \sum |a_i b_i|`
 (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., Sec. 3.1).
-Underflow is covered by an absolute allowance per quantity (``_TINY``).
+Underflow is covered by absolute allowances (``_TINY``, ``ETA``).
+
+Memory follows the atoms: :func:`enclosed_gram` accumulates :math:`\mathrm{fl}(F F^T)` over
+head blocks (``F`` is never whole) together with its proved radius, and
+:class:`SymmetricWork` runs every Cholesky factorisation in the one ``M x M`` array (the
+strict upper triangle keeps a copy of the Gram, the diagonal is saved apart).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
+from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
+from .._validate import check_score_range
 from ..cgf.empirical import Empirical
-from .features import Heads
+from .features import Heads, _atom_count, _feature_columns, _groups, _head_block, _progress
 
 U = 2.0**-53
-#: assumed bound on the relative error of ``np.exp`` on [-400, 400] (2 ulps; numpy's
-#: SIMD and libm exp are documented/measured below 1 ulp): tested against Arb.
-U_EXP = 4.0 * U
-#: a-priori score bound up to which the feature enclosure is valid: every exponential
-#: the feature builder evaluates (shifted or not) lies in [e^-400, e^200], a normal float.
-SCORE_BOUND = 200.0
+#: assumed bound on the relative error of ``np.exp`` on [-800, 201], together with the absolute
+#: allowance ``EXP_ABS`` where the result is subnormal or 0. No implementation numpy dispatches
+#: to (glibc's libm, numpy's own SIMD kernels) documents or shows an error above a few ulps; the
+#: bound is set at 2^-44 (about 256 ulps), two orders of magnitude wider, so the certificates do
+#: not hang on the last ulp of a library we do not control. Tested against Arb on this machine
+#: (tests/ntk/test_certificate.py), where the measured error is below 1 ulp.
+U_EXP = 2.0**-44
+#: absolute error allowed for ``np.exp(y)`` when ``e^y`` is below the smallest normal (2^-1022).
+EXP_ABS = 2.0**-1022
+#: absolute allowance for one underflowing exponential times a mass (``EXP_ABS`` plus a product).
+ETA = 2.0**-1019
+#: shifted scores below ``-CUT`` are "tiny": their weights are bounded absolutely (e^-798 < 2^-1150).
+CUT = 800.0
+#: the score rounding bound up to which the analysis holds (it needs e^delta <= e).
+DELTA_MAX = 1.0
 #: absolute allowance for underflow per computed quantity (far above the subnormal spacing
 #: 2^-1074 times the at most ~10^4 operations that feed one entry).
 _TINY = 2.0**-1000
@@ -35,119 +53,305 @@ _TINY = 2.0**-1000
 _SAFE = 1.0 + 1e-10
 
 
-def gamma(k: int) -> float:
-    """:math:`\\gamma_k = k u / (1 - k u)`, inflated by ``_SAFE``."""
+def gamma(k: Any) -> Any:
+    """:math:`\\gamma_k = k u / (1 - k u)`, inflated by ``_SAFE`` (``k`` an int or an int array)."""
+    if isinstance(k, np.ndarray):
+        ku = k.astype(np.float64) * U
+        return np.where(ku < 0.5, ku / np.maximum(1.0 - ku, 0.5), np.inf) * _SAFE
     ku = k * U
     if ku >= 0.5:
         return math.inf
     return ku / (1.0 - ku) * _SAFE
 
 
-def score_bound(laws: Sequence[Empirical], heads: Heads) -> float:
-    r""":math:`B = \max_h (\|Q_h\|_F R + \|b_h\|) R \ge |\langle |Q_h| |x| + |b_h|, |y|\rangle|`, ``R`` the largest token norm."""
-    R = max(float(np.max(np.linalg.norm(law.atoms, axis=1))) for law in laws)
-    q = np.linalg.norm(heads.Q.reshape(heads.count, -1), axis=1)
-    bn = np.linalg.norm(heads.b, axis=1)
-    return float(np.max(q * R + bn) * R) * _SAFE
+def _norm_up(rows: np.ndarray) -> np.ndarray:
+    """Upper bounds of the Euclidean norms of ``rows`` (scaled first: no underflow or overflow)."""
+    s = np.max(np.abs(rows), axis=-1)
+    safe = np.where(s > 0, s, 1.0)
+    n = np.linalg.norm(rows / safe[..., None], axis=-1) * s
+    return n * (1.0 + gamma(rows.shape[-1] + 3))
 
 
-def feature_radius(laws: Sequence[Empirical], heads: Heads) -> tuple[np.ndarray, float]:
-    r"""Per-row bound ``e`` with :math:`|\hat F_{rc} - F_{rc}| \le e_r` for every column, and ``rho``.
+# ------------------------------------------------------------------------ feature radius
 
-    :math:`\delta = \gamma_{2d+2} B + 3 u B` bounds the error of each (shifted) score,
-    :math:`\rho = \mathrm{expm1}(2\delta + 2(u_{\exp} + 8u + \gamma_N))` the relative error of
-    each softmax weight (with the row scale folded in), and
-    :math:`e_r = \sqrt{m_r/H}\,X_i\,(\rho + \gamma_N (1 + \rho))` plus the underflow allowance,
-    :math:`X_i = \max_{k,c} |x_{ik,c}|`. Requires ``score_bound <= SCORE_BOUND`` (checked by the caller).
+
+@dataclass(frozen=True)
+class _Laws:
+    """Per-law constants of the analysis: atom counts, norms, masses; the law of each row."""
+
+    N: np.ndarray  # (n,) distinct atoms
+    R: np.ndarray  # (n,) upper bound of the largest token norm
+    X: np.ndarray  # (n,) largest |coordinate|
+    mmin: np.ndarray  # (n,) smallest mass (float64)
+    law: np.ndarray  # (M,) law index of each row
+    scale: np.ndarray  # (M,) upper bound of sqrt(m_r / H) (the exact row weight)
+
+
+def _law_table(laws: Sequence[Empirical], H: int) -> _Laws:
+    N = np.array([law.n_atoms for law in laws])
+    R = np.array([float(np.max(_norm_up(law.atoms))) for law in laws])
+    X = np.array([float(np.max(np.abs(law.atoms))) for law in laws])
+    mmin = np.array([float(np.min(law.masses)) for law in laws])
+    m = np.concatenate([law.masses for law in laws])
+    return _Laws(N, R, X, mmin, np.repeat(np.arange(len(laws)), N), np.sqrt(m / H) * (1.0 + 4.0 * U))
+
+
+def score_bound(laws: Sequence[Empirical], heads: Heads) -> np.ndarray:
+    r"""``(n, H)`` bounds :math:`B_{ih} = (\|Q_h\|_F R_i + \|b_h\|) R_i \ge \langle |Q_h||x| + |b_h|, |y|\rangle`
+    over the atoms ``x, y`` of law ``i`` (``R_i`` its largest token norm)."""
+    tab = _law_table(laws, heads.count)
+    return _score_bound(tab, heads, 0, heads.count)
+
+
+def _score_bound(tab: _Laws, heads: Heads, h0: int, h1: int) -> np.ndarray:
+    q = _norm_up(heads.Q[h0:h1].reshape(h1 - h0, -1))
+    bn = _norm_up(heads.b[h0:h1])
+    return (q[None, :] * tab.R[:, None] + bn[None, :]) * tab.R[:, None] * _SAFE
+
+
+def _tau(tab: _Laws, heads: Heads, h0: int, h1: int) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""``tau`` (n, c), ``a`` (n,) and the largest score rounding bound, with
+    :math:`|\hat F_{r,(h,c)} - F_{r,(h,c)}| \le s_r X_i \tau_{ih} + a_i` for the rows ``r`` of law ``i``.
+
+    Score error :math:`\delta_{ih} = \gamma_{2d+2} B_{ih} + u (1+2u) \min(2 B_{ih}(1+\gamma_{2d+2}), C)`
+    (queries, scores, the max-shift of the non-tiny scores) plus underflow;
+    :math:`\rho = \mathrm{expm1}(2\delta + 2(u_{\exp} + 8u + \gamma_N) + 2\kappa)`,
+    :math:`\kappa = 4 N \eta / m_{\min}`, :math:`\nu = 2.2\,\eta / m_{\min}`;
+    :math:`\tau = \rho + \gamma_N (1 + \rho) + (1 + \gamma_N) N \nu`.
     """
-    d, H = heads.dim, heads.count
-    B = score_bound(laws, heads)
-    R = max(float(np.max(np.linalg.norm(law.atoms, axis=1))) for law in laws)
-    delta = gamma(2 * d + 2) * B + 3.0 * U * B + (d + 2) * _TINY * (1.0 + R)
-    out = []
-    rho_max = 0.0
-    for law in laws:
-        N = law.n_atoms
-        gN = gamma(N)
-        rho = math.expm1((2.0 * delta + 2.0 * (U_EXP + 8.0 * U + gN)) * _SAFE) * _SAFE
-        rho_max = max(rho_max, rho)
-        X = float(np.max(np.abs(law.atoms)))
-        scale = np.sqrt(law.masses / H) * (1.0 + 4.0 * U)
-        out.append(scale * X * (rho + gN * (1.0 + rho)) * _SAFE + (N + 2) * _TINY * (1.0 + X))
-    return np.concatenate(out), rho_max
+    d = heads.dim
+    B = _score_bound(tab, heads, h0, h1)
+    g2 = gamma(2 * d + 2)
+    R = tab.R[:, None]
+    delta = (g2 * B + U * (1.0 + 2.0 * U) * np.minimum(2.0 * B * (1.0 + g2), CUT * (1.0 + 2.0 * U))
+             + (d + 2) * _TINY * (1.0 + R)) * _SAFE
+    gN = gamma(tab.N)[:, None]
+    kappa = (4.0 * tab.N * ETA / tab.mmin)[:, None]
+    with np.errstate(over="ignore"):
+        rho = np.expm1(np.minimum((2.0 * delta + 2.0 * (U_EXP + 8.0 * U + gN) + 2.0 * kappa) * _SAFE, 700.0)) * _SAFE
+    nu = (2.2 * ETA / tab.mmin)[:, None]
+    tau = (rho + gN * (1.0 + rho) + (1.0 + gN) * tab.N[:, None] * nu) * _SAFE
+    a = 4.0 * tab.N * 2.0**-1070 * (1.0 + tab.X)
+    return tau, a, float(delta.max()) if delta.size else 0.0
 
 
-def abs_gram_norm(F: np.ndarray, iters: int = 4) -> float:
-    r"""Upper bound on :math:`\rho(|F| |F|^T) \ge \|F\|_2^2` (Collatz-Wielandt with a positive vector).
+def feature_radius(laws: Sequence[Empirical], heads: Heads, h0: int = 0, h1: int | None = None) -> np.ndarray:
+    r"""``(M, h1 - h0)`` entrywise radii: :math:`|\hat F_{r,(h,c)} - F_{r,(h,c)}| \le e_{rh}` for each
+    of the ``d`` columns ``c`` of head ``h`` (``inf`` where the score rounding exceeds ``DELTA_MAX``)."""
+    h1 = heads.count if h1 is None else h1
+    tab = _law_table(laws, heads.count)
+    tau, a, _ = _tau(tab, heads, h0, h1)
+    tau = np.where(np.isfinite(tau) & (tau < 1.0), tau, np.inf)
+    out = tab.scale[:, None] * tab.X[tab.law][:, None] * tau[tab.law] + a[tab.law][:, None]
+    return out * _SAFE
 
-    For a nonnegative symmetric ``A`` and any ``v > 0``, :math:`\rho(A) \le \max_i (A v)_i / v_i`.
-    ``v`` comes from a few power steps (any positive ``v`` is valid); the product of nonnegative
-    terms is computed with relative error at most :math:`\gamma_{M + K}`, inflated away.
-    """
-    A = np.abs(F)
-    M, K = A.shape
-    v = np.ones(M)
+
+def feature_radius_sq(laws: Sequence[Empirical], heads: Heads, block: int = 1024) -> tuple[np.ndarray, float, float]:
+    r"""``(e2, rho, delta)``: per row :math:`e2_r \ge \sum_{h,c} e_{rh}^2` (so
+    :math:`\|\hat F - F\|_F^2 \le \sum_r e2_r`), the largest :math:`\tau` and the largest score
+    rounding bound. Work ``O(n H)``, memory ``O(n block)``."""
+    H, d = heads.count, heads.dim
+    tab = _law_table(laws, H)
+    n = len(laws)
+    s1, s2 = np.zeros(n), np.zeros(n)
+    tmax = dmax = 0.0
+    for h0 in range(0, H, block):
+        h1 = min(H, h0 + block)
+        tau, a, dm = _tau(tab, heads, h0, h1)
+        s1 += np.sum(tau * tau, axis=1)
+        s2 += np.sum(tau, axis=1)
+        tmax, dmax = max(tmax, float(tau.max())), max(dmax, dm)
+    law = tab.law
+    sx = tab.scale * tab.X[law]
+    e2 = d * (sx * sx * s1[law] + 2.0 * sx * a[law] * s2[law] + H * a[law] ** 2)
+    return e2 * (1.0 + gamma(H + 8)) * _SAFE, tmax, dmax
+
+
+# ----------------------------------------------------------------------- Gram enclosure
+
+
+@dataclass(frozen=True)
+class GramEnclosure:
+    r"""``G`` (``M x M``, Fortran order, lower triangle) with :math:`\|G - F F^T\|_2 \le` ``radius``
+    for the exact features ``F``; ``rounding`` (product) and ``features`` (radius of ``F``) are
+    its two parts, ``abs_norm`` the bound on :math:`\rho(|\hat F||\hat F|^T)`, ``blocks`` the
+    number of head blocks, ``why`` a reason when no finite radius is proved."""
+
+    G: np.ndarray
+    radius: float
+    rounding: float
+    features: float
+    abs_norm: float
+    blocks: int
+    why: str | None
+
+
+def _perron_vector(A: np.ndarray, iters: int = 4) -> np.ndarray:
+    """A positive vector near the Perron vector of ``A A^T`` (``A >= 0``); any positive vector is valid."""
+    v = np.ones(A.shape[0])
     for _ in range(iters):
         w = A @ (A.T @ v)
         top = float(w.max())
         if not top > 0:
-            return 0.0
+            return np.ones(A.shape[0])
         v = w / top + 1e-3  # strictly positive, bounded away from 0
-    w = A @ (A.T @ v)
-    return float(np.max(w / v)) * (1.0 + gamma(M + K + 2)) * _SAFE
+    return v
 
 
-def lower_gram(F: np.ndarray) -> np.ndarray:
-    """``fl(F F^T)`` by BLAS ``syrk``: lower triangle only, Fortran order."""
-    return sla.blas.dsyrk(1.0, np.ascontiguousarray(F).T, trans=1, lower=1)
+def enclosed_gram(laws: Sequence[Empirical], heads: Heads, chunk: int, progress: bool = False) -> GramEnclosure:
+    r""":math:`\hat G = \mathrm{fl}(\sum_c \hat F_c \hat F_c^T)` accumulated over head blocks by BLAS
+    ``syrk`` in place, with a proved radius
 
+    .. math::
 
-def cholesky_shift_bound(G_lower: np.ndarray, t: float) -> float | None:
-    r"""If the float64 Cholesky of :math:`\mathrm{fl}(G - tI)` succeeds, return ``s`` with
-    :math:`\lambda_{\min}(G) \ge t - s`; None when it fails.
+        \|\hat G - F F^T\|_2 \le \gamma_K\,\rho + 2 E \sqrt{\rho} + E^2, \qquad
+        \rho \ge \rho(|\hat F||\hat F|^T) \ge \|\hat F\|_2^2,\quad E \ge \|\hat F - F\|_F,
 
-    Demmel's backward error of a Cholesky run to completion,
-    :math:`\hat R^T \hat R = A + \Delta A`, :math:`|\Delta A| \le \gamma_{n+1} |\hat R^T| |\hat R|`
-    (Higham Thm. 10.3), with :math:`\|\hat r_j\|^2 \le a_{jj} / (1 - \gamma_{n+1})`, gives
-    :math:`\|\Delta A\|_2 \le \frac{\gamma_{n+1}}{1-\gamma_{n+1}} \operatorname{tr} A`; as
-    :math:`\hat R^T \hat R \succ 0`, :math:`\lambda_{\min}(A) > -\|\Delta A\|_2` (Rump, BIT 46 (2006),
-    the criterion of his ``isspd``). The diagonal shift is rounded once more:
-    :math:`A = G - tI + D`, :math:`|D_{ii}| \le u |a_{ii}|`. Only the lower triangle is read.
+    ``K = H d``: every entry of :math:`\hat G` is one sum of ``K`` products evaluated in some order
+    (each ``syrk`` adds its block's products to the running entry), so Higham's
+    :math:`\gamma_K` bound holds whatever the blocking. :math:`\rho` by Collatz-Wielandt,
+    :math:`\max_i (\sum_c |\hat F_c| |\hat F_c|^T v)_i / v_i`, accumulated block by block with ``v``
+    from power steps on the first block. ``E`` from :func:`feature_radius_sq`.
+    Memory: the ``8 M^2``-byte Gram plus one block of ``F`` (at most ``8 max(2^25, 256 M)`` bytes).
     """
-    n = G_lower.shape[0]
-    A = np.array(G_lower, order="F", copy=True)
-    idx = np.arange(n)
-    A[idx, idx] -= t
-    diag = A[idx, idx].copy()
-    if not np.all(diag > 0):
-        return None
-    _, info = sla.lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
-    if info != 0:
-        return None
+    check_score_range([law.atoms for law in laws], heads.Q, heads.b)
+    M = _atom_count(laws)
+    H, d = heads.count, heads.dim
+    K = H * d
+    e2, _, dmax = feature_radius_sq(laws, heads)
+    c = _head_block(M, H, d)
+    groups = _groups(laws, H)
+    G = np.zeros((M, M), order="F")
+    block = np.empty((M, c * d))
+    v: np.ndarray | None = None
+    w = np.zeros(M)
+    nblocks = 0
+    with _progress(M * H, progress) as bar:
+        bar.set_description("certified Gram (features, syrk, |F| bound)")
+        bar.set_postfix_str(f"G {8 * M * M / 1e9:.2f} GB + F block {8 * M * c * d / 1e9:.2f} GB")
+        for h0 in range(0, H, c):
+            h1 = min(H, h0 + c)
+            B = block if h1 - h0 == c else np.empty((M, (h1 - h0) * d))
+            _feature_columns(groups, heads, h0, h1, B, chunk, bar)
+            G = sla.blas.dsyrk(1.0, B.T, beta=1.0, c=G, trans=1, lower=1, overwrite_c=1)
+            np.abs(B, out=B)
+            if v is None:
+                v = _perron_vector(B)
+            w += B @ (B.T @ v)
+            nblocks += 1
+    assert v is not None
+    # w: sums of nonnegative products (length M, then the block's columns, then the blocks)
+    rho = float(np.max(w / v)) * (1.0 + gamma(M + K + nblocks + 2)) * _SAFE
+    E = math.sqrt(float(np.sum(e2)) * (1.0 + gamma(M + 2))) * _SAFE
+    rounding = gamma(K) * rho * _SAFE
+    feats = (2.0 * E * math.sqrt(rho) + E * E) * _SAFE
+    radius = (rounding + feats) * _SAFE
+    why = None
+    if not (dmax <= DELTA_MAX and math.isfinite(radius)):
+        why = (f"the proved rounding of the attention scores reaches {dmax:.3g} (> {DELTA_MAX:g}): the float64 "
+               "enclosure of the softmax weights says nothing there")
+        radius = math.inf
+    return GramEnclosure(G, radius, rounding, feats, rho, nblocks, why)
+
+
+# --------------------------------------------------------------------- Cholesky in place
+
+
+def rump_allowance(diag: np.ndarray) -> float:
+    r"""``s`` with :math:`\lambda_{\min}(A) > -s` when the float64 Cholesky of ``A`` (diagonal ``diag``)
+    runs to completion: :math:`\frac{\gamma_{n+1}}{1-\gamma_{n+1}} \operatorname{tr} A` plus an
+    underflow allowance (Demmel's backward error, Higham Thm. 10.3; Rump, BIT 46 (2006))."""
+    n = diag.shape[0]
     g = gamma(n + 1)
     alpha = g / (1.0 - g)
     trace = float(np.sum(diag)) * (1.0 + gamma(n))
     under = 4.0 * n * (2.0 * (n + 1) + float(diag.max())) * _TINY
-    return (alpha * trace + U * float(diag.max()) + under) * _SAFE
+    return (alpha * trace + under) * _SAFE
 
 
-def smallest_eig_estimate(G_lower: np.ndarray, iters: int = 12) -> float | None:
-    """Float estimate of lambda_min by inverse iteration with a Cholesky (None: not positive in float64)."""
-    try:
-        c = sla.cho_factor(G_lower, lower=True, check_finite=False)
-    except np.linalg.LinAlgError:
-        return None
-    v = np.random.default_rng(0).standard_normal(G_lower.shape[0])
-    v /= np.linalg.norm(v)
-    lam = None
-    for _ in range(iters):
-        w = sla.cho_solve(c, v, check_finite=False)
-        nw = float(np.linalg.norm(w))
-        if not (nw > 0 and math.isfinite(nw)):
+class SymmetricWork:
+    r"""Repeated Cholesky factorisations of :math:`\hat G - tI` in one ``M x M`` array.
+
+    The array ``A`` (Fortran order) arrives with :math:`\hat G` in its lower triangle; the strict
+    lower triangle is copied once into the strict upper one and the diagonal saved. LAPACK
+    ``dpotrf`` (lower) overwrites only the lower triangle, so :math:`\hat G` is restored from the
+    upper copy before each new shift: the Gram, the factor and the copy share ``8 M^2`` bytes.
+    """
+
+    def __init__(self, A: np.ndarray, bs: int = 512) -> None:
+        if not (A.flags.f_contiguous and A.dtype == np.float64):
+            A = np.asfortranarray(A, dtype=np.float64)
+        self.A = A
+        self.n = A.shape[0]
+        self.bs = bs
+        self.diag = np.diagonal(A).copy()
+        self._copy(lower_to_upper=True)
+        self.factored = False
+        self.factorizations = 0
+
+    def _copy(self, lower_to_upper: bool) -> None:
+        A, n = self.A, self.n
+        for j0 in range(0, n, self.bs):
+            j1 = min(n, j0 + self.bs)
+            D = A[j0:j1, j0:j1]
+            iu = np.triu_indices(j1 - j0, 1)
+            if lower_to_upper:
+                A[j0:j1, j1:] = A[j1:, j0:j1].T
+                D[iu] = D.T[iu]
+            else:
+                A[j1:, j0:j1] = A[j0:j1, j1:].T
+                D.T[iu] = D[iu]
+
+    def factor(self, t: float) -> float | None:
+        r"""Cholesky of :math:`\mathrm{fl}(\hat G - tI)` in place; on success return Rump's ``s``
+        (:math:`\lambda_{\min}(\hat G) \ge t - s - u \max_i |a_{ii}|`, the shift's rounding included),
+        on failure None."""
+        if self.factored:
+            self._copy(lower_to_upper=False)
+        A = self.A
+        diag = self.diag - t  # rounded once: |fl(g - t) - (g - t)| <= u |fl(g - t)|
+        A[np.arange(self.n), np.arange(self.n)] = diag
+        self.factored = True
+        self.factorizations += 1
+        if not np.all(diag > 0):
             return None
-        q = float(v @ w)  # v^T G^-1 v <= 1 / lambda_min, increasing to it
-        if not q > 0:
+        c, info = sla.lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
+        if not np.shares_memory(c, A):  # not in place (should not happen for a Fortran float64 array)
+            A[...] = np.tril(c) + np.triu(A, 1)
+        if info != 0:
             return None
-        lam = 1.0 / q
-        v = w / nw
-    return lam
+        return (rump_allowance(diag) + U * float(diag.max())) * _SAFE
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        """``(L L^T)^{-1} b`` with the factor in the lower triangle (LAPACK ``dpotrs``)."""
+        x, info = sla.lapack.dpotrs(self.A, b, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"dpotrs failed (info={info})")
+        return x
+
+    def smallest_eig_estimate(self) -> float | None:
+        """Float estimate of lambda_min of the factored matrix (Lanczos on the inverse; inverse
+        iteration if ARPACK fails), an estimate from above; None when it is not positive."""
+        n = self.n
+        if n <= 256:  # small: the dense inverse through the factor, and its largest eigenvalue
+            X = self.solve(np.eye(n))
+            mu = float(np.linalg.eigvalsh((X + X.T) / 2.0)[-1])
+            return 1.0 / mu if mu > 0 and math.isfinite(mu) else None
+        v0 = np.random.default_rng(0).standard_normal(n)
+        op = LinearOperator((n, n), matvec=lambda x: self.solve(np.ravel(x)), dtype=np.float64)
+        try:
+            mu = float(eigsh(op, k=1, which="LA", tol=1e-6, v0=v0, return_eigenvectors=False)[0])
+            return 1.0 / mu if mu > 0 and math.isfinite(mu) else None
+        except (ArpackError, ArpackNoConvergence):
+            pass
+        v = v0 / np.linalg.norm(v0)
+        lam = None
+        for _ in range(20):
+            x = self.solve(v)
+            q = float(v @ x)  # v^T G^-1 v <= 1 / lambda_min, increasing to it
+            nx = float(np.linalg.norm(x))
+            if not (q > 0 and nx > 0 and math.isfinite(nx)):
+                return None
+            lam = 1.0 / q
+            v = x / nx
+        return lam

@@ -3,14 +3,20 @@ r"""Certificate of positivity of the NTK Gram: :math:`\lambda_{\min}` bounded be
 The Gram :math:`W^{1/2} K W^{1/2} = F F^T` on distinct atoms (:mod:`ntkcheck.ntk.gram_matrix`)
 is assembled in ball arithmetic from the exact token, mass and head values
 (:func:`gram_matrix_arb`); once ``arb_mat.inv`` encloses its inverse,
-:math:`\lambda_{\min} \ge 1/\|G^{-1}\|_F` (:func:`certify_lambda_min`, :class:`GramCertificate`).
-Small problems only (at most 256 distinct atoms).
+:math:`\lambda_{\min} \ge 1/\|G^{-1}\|_F` (:func:`certify_lambda_min`, :class:`GramCertificate`;
+at most 256 distinct atoms). Where the relative :math:`\lambda_{\min}` is below float64's
+resolution (``d = 2``), :func:`certify_lambda_min` first tries the faster preconditioned route of
+:mod:`ntkcheck.ntk._arb_fast` (float64 features with a proved radius, a bound on
+:math:`\sigma_{\min}(F)` through a preconditioner ``X`` with :math:`XF` nearly orthonormal), up to
+``MAX_CERTIFY_TOKENS`` atoms.
 
 At scale, :func:`certify_positive` proves :math:`\lambda_{\min}(G) \ge c > 0` at float64
-speed: a rigorous enclosure of the float64 features (an error analysis of the queries,
-scores, softmax and means), the rounding of the Gram product (:math:`\gamma_k` bounds on
-:math:`|F||F|^T`), and a floating-point Cholesky of :math:`G - tI` with Rump's verified
-criterion; Weyl's inequality joins them (:class:`PositivityCertificate`).
+speed and in the memory of one ``M x M`` Gram (accumulated over head blocks): a rigorous
+enclosure of the float64 features (an error analysis of the queries, scores, max-shifted
+exponentials, softmax and means, for any score range), the rounding of the Gram product
+(:math:`\gamma_k` bounds on :math:`|F||F|^T`), and a floating-point Cholesky of :math:`G - tI`
+with Rump's verified criterion, in place; Weyl's inequality joins them
+(:class:`PositivityCertificate`).
 
 References: seed 003 Prop. 5; ``theory/certificates.md``.
 """
@@ -19,16 +25,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from flint import arb, arb_mat, ctx, fmpq
 
+from .._progress import progress_bar
 from ..cgf.empirical import Empirical, as_laws
-from ..errors import PrecisionError
+from ..errors import InputError, PrecisionError
 from . import _rounding as rnd
-from .features import Heads, _as_heads, _atom_count, _features
+from ._arb_fast import preconditioned_bound
+from .features import DEFAULT_CHUNK, Heads, _as_chunk, _as_heads, _atom_count
 
 __all__ = [
     "GramCertificate",
@@ -39,8 +47,15 @@ __all__ = [
     "certify_gram_enclosure",
 ]
 
-#: certification is attempted only up to this many distinct atoms (Arb, Python-level exps).
-MAX_CERTIFY_TOKENS = 256
+#: certification (certify_lambda_min) is attempted only up to this many distinct atoms: the
+#: preconditioned route of ntkcheck.ntk._arb_fast, ~8 M^3 flops (d = 2, H = M: 17-24 s at 2048, 49-82 s
+#: at 4096 on 2 busy cores; benchmarks/bench_gram.py --arb-largest).
+MAX_CERTIFY_TOKENS = 4096
+#: the Arb inverse route (Python-level ball exponentials, arb_mat.inv) up to this many atoms.
+MAX_ARB_TOKENS = 256
+#: ``method="auto"`` tries Arb first when its ball exponentials (atoms x heads x largest law)
+#: are at most this many: measured faster than the preconditioned route there (M = 8 at d = 2).
+_ARB_FIRST_COST = 1 << 10
 
 
 # ------------------------------------------------------------------------ certification
@@ -50,7 +65,11 @@ MAX_CERTIFY_TOKENS = 256
 class GramCertificate:
     r"""Result of the Arb certification of :math:`\lambda_{\min}(F F^T) > 0`.
 
-    ``kind="arb-inverse-frobenius"``: the Gram was built in ball arithmetic from the
+    ``kind="float64-preconditioned"`` (:mod:`ntkcheck.ntk._arb_fast`): the float64 features
+    with their proved radius :math:`\varepsilon_F`, a float preconditioner ``X`` and
+    :math:`\lambda_{\min} \ge (\sqrt{\ell}/\|X\|_2 - \varepsilon_F)^2`, :math:`\ell \le \lambda_{\min}(XFF^TX^T)`,
+    every product with a proved rounding bound (``bits = 53``; it assumes ``np.exp`` within 2 ulps,
+    tested). ``kind="arb-inverse-frobenius"``: the Gram was built in ball arithmetic from the
     exact token and head values, ``arb_mat.inv`` succeeded (so every matrix in the ball,
     in particular the exact Gram, is invertible), and since the exact Gram is
     :math:`F F^T \succeq 0`, :math:`\lambda_{\min} = 1/\|G^{-1}\|_2 \ge 1/\|G^{-1}\|_F`,
@@ -67,6 +86,13 @@ class GramCertificate:
     @property
     def positive(self) -> bool:
         return self.lower_bound is not None and self.lower_bound > 0
+
+    @property
+    def how(self) -> str:
+        """How the bound was proved, in a few words (for reports)."""
+        return {"arb-inverse-frobenius": f"Arb ball arithmetic, {self.bits} bits",
+                "float64-preconditioned": "float64 error bounds and a preconditioner",
+                "float64-cholesky": "float64 error bounds and a verified Cholesky"}.get(self.kind, self.kind)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "lower_bound": self.lower_bound, "bits": self.bits, "detail": self.detail}
@@ -151,29 +177,71 @@ def _arb_upper(x: arb) -> float:
     return float(np.nextafter(float(x.mid()) + float(x.rad()), np.inf)) * (1 + 2**-50)
 
 
-def certify_lambda_min(samples: Any, heads: Heads, *, max_bits: int = 2048, start_bits: int = 128) -> GramCertificate:
-    r"""Rigorous lower bound on :math:`\lambda_{\min}(W^{1/2} K W^{1/2})` in Arb, or inconclusive.
+def certify_lambda_min(samples: Any, heads: Heads, *, max_bits: int = 2048, start_bits: int = 128,
+                       method: str = "auto") -> GramCertificate:
+    r"""Rigorous lower bound on :math:`\lambda_{\min}(W^{1/2} K W^{1/2})`, or inconclusive.
 
-    The Gram is assembled on distinct atoms (:func:`gram_matrix_arb`). Doubles the
-    precision from ``start_bits`` up to ``max_bits`` until ``arb_mat.inv`` certifies that
-    the ball Gram is invertible; then :math:`\lambda_{\min} \ge 1/\|G^{-1}\|_F` (valid
-    because the exact Gram is :math:`F F^T \succeq 0`). A singular Gram is never
-    certified: its ball always contains singular matrices.
+    ``method="arb"`` (at most ``MAX_ARB_TOKENS`` = 256 distinct atoms): the Gram is assembled
+    in Arb on distinct atoms (:func:`gram_matrix_arb`); the precision doubles from
+    ``start_bits`` up to ``max_bits`` until ``arb_mat.inv`` certifies that the ball Gram is
+    invertible; then :math:`\lambda_{\min} \ge 1/\|G^{-1}\|_F` (valid because the exact Gram is
+    :math:`F F^T \succeq 0`). No assumption beyond Arb's enclosures.
+
+    ``method="preconditioned"`` (at most ``MAX_CERTIFY_TOKENS`` atoms,
+    :mod:`ntkcheck.ntk._arb_fast`): :math:`\lambda_{\min} \ge (\sqrt{\ell}/\|X\|_2 - \varepsilon_F)^2`
+    from the float64 features (proved radius :math:`\varepsilon_F`), a float preconditioner ``X``
+    and :math:`\ell \le \lambda_{\min}(X \hat F \hat F^T X^T)`, each product with a proved rounding
+    bound; it resolves relative :math:`\lambda_{\min}` far below float64's ``u`` (the errors enter
+    :math:`\sigma_{\min}(F)`, not :math:`\lambda_{\min}`), at BLAS-3 speed.
+
+    ``method="auto"``: Arb where it is cheaper (tiny problems), else the preconditioned route,
+    then Arb when that refuses and ``M <= 256``. A Gram singular in exact arithmetic is never
+    certified (its ball contains singular matrices; :math:`\sigma_{\min}(\hat F) \le \varepsilon_F`).
+
+    Examples
+    --------
+    >>> from ntkcheck.ntk import init_heads
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.5], [-0.5, 1.0]])
+    >>> certify_lambda_min([x], init_heads(4, 2, seed=0), method="preconditioned").kind
+    'float64-preconditioned'
     """
     laws = as_laws(samples)
     heads = _as_heads(heads, laws[0].dim)
-    return _certify(laws, heads, max_bits=max_bits, start_bits=start_bits)
+    return _certify(laws, heads, max_bits=max_bits, start_bits=start_bits, method=method)
 
 
-def _certify(laws: Sequence[Empirical], heads: Heads, *, max_bits: int = 2048, start_bits: int = 128) -> GramCertificate:
+def _certify(laws: Sequence[Empirical], heads: Heads, *, max_bits: int = 2048, start_bits: int = 128,
+             method: str = "auto") -> GramCertificate:
     M = _atom_count(laws)
-    if M > MAX_CERTIFY_TOKENS:
+    if method not in ("auto", "arb", "preconditioned"):
+        raise InputError(f"certify: method must be 'auto', 'arb' or 'preconditioned', got {method!r}")
+    cap = MAX_ARB_TOKENS if method == "arb" else MAX_CERTIFY_TOKENS
+    if M > cap:
         raise PrecisionError(
-            f"certify: {M} distinct atoms; the Arb certification is limited to {MAX_CERTIFY_TOKENS} "
-            "(it evaluates every softmax weight in ball arithmetic)"
+            f"certify: {M} distinct atoms; the {'Arb' if method == 'arb' else 'rigorous'} certification is "
+            f"limited to {cap} (below resolution at M = {M}: not attempted)"
         )
     if max_bits < 53:
         raise PrecisionError(f"certify: max_bits={max_bits} is below double precision (53)")
+    if heads.count * heads.dim < M:  # rank F <= H d: never certified, by any route
+        return GramCertificate("inconclusive", None, 53, f"H d = {heads.count * heads.dim} < M = {M}: "
+                                                         "the Gram is singular by size")
+    arb_cost = M * heads.count * max(law.n_atoms for law in laws)
+    fast = None
+    if method == "preconditioned" or (method == "auto" and arb_cost > _ARB_FIRST_COST):
+        fast = preconditioned_bound(laws, heads)
+        if fast.lower_bound is not None:
+            return GramCertificate("float64-preconditioned", fast.lower_bound, 53, fast.statement)
+        if method == "preconditioned" or M > MAX_ARB_TOKENS:
+            return GramCertificate("inconclusive", None, 53, f"preconditioned route: {fast.statement}")
+    cert = _certify_arb(laws, heads, max_bits, start_bits)
+    if fast is not None and not cert.positive:
+        return replace(cert, detail=f"preconditioned route: {fast.statement}; Arb: {cert.detail}")
+    return cert
+
+
+def _certify_arb(laws: Sequence[Empirical], heads: Heads, max_bits: int, start_bits: int) -> GramCertificate:
+    M = _atom_count(laws)
     bits = min(start_bits, max_bits)
     last = ""
     while True:
@@ -210,8 +278,8 @@ class PositivityCertificate:
     ``"float64-cholesky"`` (enclosure + Rump's Cholesky criterion + Weyl),
     ``"arb-inverse-frobenius"`` (the Arb route, small ``M``), or ``"refused"`` (nothing
     proved; ``statement`` says what float64 saw and why it is not a proof).
-    ``lambda_min_float`` is the float64 estimate of :math:`\lambda_{\min}` (inverse
-    iteration, an estimate from above), ``radius`` the proved bound on
+    ``lambda_min_float`` is the float64 estimate of :math:`\lambda_{\min}` (Lanczos on the
+    inverse through the Cholesky factor, an estimate from above), ``radius`` the proved bound on
     :math:`\|G - \mathrm{fl}(G)\|_2` plus the Cholesky criterion's allowance, ``M`` the rows.
     """
 
@@ -238,32 +306,62 @@ def _refused(M: int, statement: str, lam: float | None, radius: float | None) ->
     return PositivityCertificate(False, None, "refused", statement, lam, radius, M)
 
 
-def _certify_lower(G_lower: np.ndarray, radius: float) -> PositivityCertificate:
-    """The Cholesky step on ``fl(G)`` (lower triangle), with ``radius >= ||G_exact - fl(G)||_2``."""
+def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -> PositivityCertificate:
+    """The Cholesky steps on ``fl(G)`` (lower triangle, Fortran order: consumed in place), with
+    ``radius >= ||G_exact - fl(G)||_2``: one factorisation for the estimate, then one per shift tried."""
     M = G_lower.shape[0]
-    lam = rnd.smallest_eig_estimate(G_lower)
-    if lam is None:
-        return _refused(M, f"float64 Cholesky of the Gram fails: lambda_min is not positive at float64 "
-                           f"resolution (below resolution at M = {M})", None, radius)
-    tr = float(np.sum(np.diagonal(G_lower)))
-    last = None
-    for f in (0.05, 0.2, 0.5, 0.8):
-        t = lam * (1.0 - f)
-        s = rnd.cholesky_shift_bound(G_lower, t)
-        if s is None:
-            continue
-        err = (s + radius) * (1.0 + 1e-10)
-        last = err
-        if t > err:
-            lb = float(np.nextafter((t - err) * (1.0 - 4.0 * rnd.U), 0.0))
-            return PositivityCertificate(
-                True, lb, "float64-cholesky",
-                f"lambda_min >= {lb:.6g} in exact arithmetic: Cholesky of fl(G) - {t:.6g} I succeeded "
-                f"(Rump's criterion allows {s:.3g}), ||G - fl(G)||_2 <= {radius:.3g} (Weyl)",
-                lam, radius + s, M)
-    rad = last if last is not None else radius
-    return _refused(M, f"float64 sees lambda_min ~ {lam:.3g} ({lam / tr:.2g} of the trace), but the proved "
-                       f"rounding radius {rad:.3g} is not below it: below resolution at M = {M}", lam, rad)
+    gb = 8 * M * M / 1e9
+    with progress_bar(4, desc="certify: Cholesky", unit="step", enabled=progress) as bar:
+        bar.set_postfix_str(f"G {gb:.2f} GB in place: mirror")
+        work = rnd.SymmetricWork(G_lower)
+        bar.update(1)
+        bar.set_postfix_str(f"G {gb:.2f} GB in place: Cholesky of fl(G)")
+        ok = work.factor(0.0) is not None
+        bar.update(1)
+        lam = None
+        if ok:
+            bar.set_postfix_str(f"G {gb:.2f} GB in place: Lanczos on the inverse")
+            lam = work.smallest_eig_estimate()
+            bar.update(1)
+        if lam is None:
+            return _refused(M, f"float64 Cholesky of the Gram fails: lambda_min is not positive at float64 "
+                               f"resolution (below resolution at M = {M})", None, radius)
+        tr = float(np.sum(work.diag))
+
+        def err(t: float) -> float:  # Rump's allowance for fl(G - tI) (known before factorising) + radius
+            d = work.diag - t
+            return (rnd.rump_allowance(d) + rnd.U * float(d.max()) + radius) * (1.0 + 1e-10)
+
+        # t - err(t) grows with t: try 0.9 lambda first, smaller only if that Cholesky fails
+        fs = [f for f in (0.1, 0.5, 0.8) if lam * (1.0 - f) > err(lam * (1.0 - f))]
+        if not fs and lam * 0.99 > err(lam * 0.99):
+            fs = [0.01]
+        for f in fs:
+            t = lam * (1.0 - f)
+            bar.set_postfix_str(f"G {gb:.2f} GB in place: Cholesky of fl(G) - {t:.3g} I")
+            s = work.factor(t)
+            bar.update(1)
+            if s is None:
+                bar.total += 1
+                continue
+            e = (s + radius) * (1.0 + 1e-10)
+            if t > e:
+                lb = float(np.nextafter((t - e) * (1.0 - 4.0 * rnd.U), 0.0))
+                return PositivityCertificate(
+                    True, lb, "float64-cholesky",
+                    f"lambda_min >= {lb:.6g} in exact arithmetic: Cholesky of fl(G) - {t:.6g} I succeeded "
+                    f"(Rump's criterion allows {s:.3g}), ||G - fl(G)||_2 <= {radius:.3g} (Weyl); "
+                    f"{work.factorizations} Cholesky factorisations",
+                    lam, radius + s, M)
+    rad = err(lam)
+    if fs:
+        return _refused(M, f"float64 says positive (the Cholesky of fl(G) succeeds, lambda_min ~ {lam:.3g}), but "
+                           f"every shifted Cholesky fl(G) - tI failed (t = {', '.join(f'{lam * (1 - f):.3g}' for f in fs)}):"
+                           f" not certified (below resolution at M = {M})", lam, rad)
+    return _refused(M, f"float64 says positive (the Cholesky of fl(G) succeeds, lambda_min ~ {lam:.3g}, "
+                       f"{lam / tr:.2g} of the trace), but the proved rounding radius and Rump's allowance "
+                       f"({rad:.3g}) are not below it: not certified, the exact Gram may be singular "
+                       f"(below resolution at M = {M})", lam, rad)
 
 
 def certify_gram_enclosure(G: np.ndarray, radius: float) -> PositivityCertificate:
@@ -273,8 +371,11 @@ def certify_gram_enclosure(G: np.ndarray, radius: float) -> PositivityCertificat
     A floating-point Cholesky of :math:`\mathrm{fl}(G - tI)` that runs to completion proves
     :math:`\lambda_{\min}(G) \ge t - \frac{\gamma_{n+1}}{1 - \gamma_{n+1}}\operatorname{tr}(G - tI)
     - u \max_i |g_{ii} - t|` (Rump, "Verification of positive definiteness", BIT 46 (2006)
-    433-452); Weyl's inequality subtracts ``radius``. ``t`` is tried at 95%, 80%, 50%, 20% of
-    a float64 estimate of :math:`\lambda_{\min}`. ``G`` is read from its lower triangle.
+    433-452); Weyl's inequality subtracts ``radius``. One Cholesky of ``G`` gives a Lanczos
+    estimate :math:`\hat\lambda` of :math:`\lambda_{\min}`; ``t = 0.9`` :math:`\hat\lambda` is
+    factorised next, ``0.5`` and ``0.2`` :math:`\hat\lambda` only if that fails, and a shift whose
+    known allowance already exceeds ``t`` is never factorised. ``G`` is read from its lower
+    triangle (and copied: it is not modified).
 
     Examples
     --------
@@ -286,50 +387,46 @@ def certify_gram_enclosure(G: np.ndarray, radius: float) -> PositivityCertificat
         raise PrecisionError(f"certify_gram_enclosure: expected a square matrix, got shape {A.shape}")
     if not (np.all(np.isfinite(A)) and math.isfinite(radius) and radius >= 0):
         raise PrecisionError("certify_gram_enclosure: non-finite entries or a negative radius")
-    return _certify_lower(np.asfortranarray(np.tril(A)), float(radius))
+    return _certify_lower(np.asfortranarray(np.tril(A)), float(radius))  # a copy: G is not consumed
 
 
-def certify_positive(samples: Any, heads: Heads, *, arb: bool = True, max_bits: int = 1024) -> PositivityCertificate:
+def certify_positive(samples: Any, heads: Heads, *, arb: bool = True, max_bits: int = 1024,
+                     progress: bool = False, chunk: int = DEFAULT_CHUNK) -> PositivityCertificate:
     r"""Rigorous lower bound on :math:`\lambda_{\min}(W^{1/2} K W^{1/2})` at float64 speed, or a refusal.
 
-    1. ``F`` in float64 (:func:`~ntkcheck.ntk.features.attention_features`) with a proved
-       entrywise radius :math:`|\hat F - F| \le e_r` (an error analysis of the queries,
-       scores, exponentials, softmax and means; valid while the a-priori score bound
-       :math:`(\|Q_h\|_F R + \|b_h\|) R` is at most 200);
-    2. :math:`\hat G = \mathrm{fl}(\hat F \hat F^T)` with
-       :math:`\|\hat G - F F^T\|_2 \le \gamma_K \rho(|\hat F||\hat F|^T) + 2\|E\|\|\hat F\| + \|E\|^2`
-       (``K = H d``, :math:`\|E\|_2 \le (K \sum_r e_r^2)^{1/2}`);
-    3. :func:`certify_gram_enclosure` on :math:`\hat G` with that radius (Rump's Cholesky
-       criterion and Weyl's inequality).
+    1. :math:`\hat G = \mathrm{fl}(\sum_c \hat F_c \hat F_c^T)` accumulated over head blocks
+       (``F`` is never whole), with
+       :math:`\|\hat G - F F^T\|_2 \le \gamma_K \rho + 2 E \sqrt{\rho} + E^2`: ``K = H d``,
+       :math:`\rho \ge \rho(|\hat F||\hat F|^T)` (Collatz-Wielandt, block by block), and
+       :math:`E \ge \|\hat F - F\|_F` from an error analysis of the queries, scores, max-shifted
+       exponentials (underflow included), softmax and means, valid for any score range
+       (it needs the proved score rounding below 1);
+    2. Rump's Cholesky criterion on :math:`\hat G - tI` and Weyl's inequality, in the Gram's own
+       array: one Cholesky for a Lanczos estimate :math:`\hat\lambda` of
+       :math:`\lambda_{\min}`, then one at :math:`t = 0.9 \hat\lambda` (smaller ``t`` only if it fails).
 
     When this refuses (the relative :math:`\lambda_{\min}` is below what float64 resolves,
-    e.g. at ``d = 2``) and ``arb`` is true and ``M <= 256``, the Arb route
-    (:func:`certify_lambda_min`) is tried. Memory: ``F``, ``|F|`` and two ``M x M`` matrices.
+    e.g. at ``d = 2``, or the exact Gram is singular) and ``arb`` is true and ``M <= 4096``,
+    :func:`certify_lambda_min` (preconditioned, or Arb) is tried. Memory: one ``M x M`` float64 array
+    (``8 M^2`` bytes) plus one column block of ``F`` (at most ``8 max(2^25, 256 M)`` bytes).
+    ``progress`` shows the accumulation and the Cholesky steps (memory in the bar's postfix).
 
     References: seed 003 Prop. 5, 8; ``theory/certificates.md`` (certified positivity at scale).
     """
     laws = as_laws(samples)
     heads = _as_heads(heads, laws[0].dim)
     M = _atom_count(laws)
-    B = rnd.score_bound(laws, heads)
-    if B > rnd.SCORE_BOUND:
-        out = _refused(M, f"attention scores can reach {B:.3g} > {rnd.SCORE_BOUND:g}: the float64 "
-                          "enclosure of the features is not valid there", None, None)
+    enc = rnd.enclosed_gram(laws, heads, _as_chunk(chunk), progress)
+    if enc.why is not None:
+        out = _refused(M, enc.why, None, None)
     else:
-        F = _features(laws, heads)
-        e, _ = rnd.feature_radius(laws, heads)
-        K = F.shape[1]
-        nF2 = rnd.abs_gram_norm(F)
-        E = math.sqrt(K * float(np.sum(e * e)) * (1.0 + rnd.gamma(M + 2)))
-        radius = (rnd.gamma(K) * nF2 + 2.0 * E * math.sqrt(nF2) + E * E) * rnd._SAFE
-        G = rnd.lower_gram(F)
-        del F
-        out = _certify_lower(G, radius)
+        out = _certify_lower(enc.G, enc.radius, progress)
+    del enc
     if out.positive or not arb or M > MAX_CERTIFY_TOKENS:
         return out
     cert = _certify(laws, heads, max_bits=max_bits)
     if cert.positive:
-        return PositivityCertificate(True, cert.lower_bound, "arb-inverse-frobenius",
+        return PositivityCertificate(True, cert.lower_bound, cert.kind,
                                      f"float64 route: {out.statement}; {cert.detail}",
                                      out.lambda_min_float, out.radius, M)
     return _refused(M, f"{out.statement}; Arb route inconclusive at {cert.bits} bits",

@@ -488,7 +488,8 @@ def crosscheck(
                           "Prop. 8 predicts a positive Gram, but H d < M makes the finite-head Gram "
                           "singular by rank: add heads.")
         if g.positive:
-            how = (f"certified in Arb: lambda_min >= {g.certified.lower_bound:.3g}" if g.certified_positive and g.certified
+            how = (f"certified ({g.certified.how}): lambda_min >= {g.certified.lower_bound:.3g}"
+                   if g.certified_positive and g.certified
                    else "float64 only, not certified")
             return result("sufficiency", "not needed", None, None, "agrees",
                           f"independent CGFs => injective NTK (Prop. 8); Gram positive ({how}, "

@@ -300,6 +300,16 @@ def _feature_columns(groups: list[_Group], heads: Heads, h0: int, h1: int,
             out[rows[t0 * N:t1 * N]] = part
 
 
+#: entries of one column block of F in a Gram accumulated over head blocks (256 MiB).
+_GRAM_BLOCK = 1 << 25
+
+
+def _head_block(M: int, H: int, d: int) -> int:
+    """Heads per column block of ``F`` when ``F F^T`` is accumulated block by block: at least 256
+    columns (the rank-k update runs at matmul speed), at most ``max(2^25, 256 M)`` entries."""
+    return int(min(H, max(-(-256 // d), _GRAM_BLOCK // (M * d), 1)))
+
+
 def _progress(total: int, progress: bool) -> Any:
     # Unit: one atom and one head (N exponentials); shown when asked, after the first second.
     return progress_bar(total, desc="attention features", unit="atom-head", enabled=bool(progress))

@@ -39,7 +39,7 @@ a Cholesky factorisation plus Lanczos on the inverse for :math:`\lambda_{\min}`,
 faster again), and falls back to the SVD of ``F`` only when the relative
 :math:`\lambda_{\min}` falls below ``1e-10`` (a factor 1000 above the ``eigvalsh``
 floor). Positivity is never claimed from a float64 number below ``1e-12`` relative: that
-needs ``certify=True`` (Arb ball arithmetic, small problems only).
+needs ``certify=True`` (a rigorous lower bound: :mod:`ntkcheck.ntk.certificate`).
 
 The heads and the feature builder live in :mod:`ntkcheck.ntk.features`, the Arb
 certificate in :mod:`ntkcheck.ntk.certificate`.
@@ -65,6 +65,7 @@ from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
 from ..independence.results import no_truth_value
 from .certificate import MAX_CERTIFY_TOKENS, GramCertificate, _certify, certify_positive
+from .features import _GRAM_BLOCK as _FEATURE_GRAM_BLOCK
 from .features import (  # noqa: F401  (init_heads: used by the doctest of gram)
     DEFAULT_CHUNK,
     Heads,
@@ -74,6 +75,7 @@ from .features import (  # noqa: F401  (init_heads: used by the doctest of gram)
     _feature_columns,
     _features,
     _groups,
+    _head_block,
     _progress,
     init_heads,
 )
@@ -97,8 +99,8 @@ RESOLUTION_SVD = 1e-26
 POSITIVE_REL = 1e-12
 #: full spectrum returned up to this many distinct atoms (rows of the Gram).
 MAX_EIGENVALUES = 4096
-#: entries of one column block of F in the accumulated Gram (256 MiB).
-_GRAM_BLOCK = 1 << 25
+#: entries of one column block of F in the accumulated Gram (256 MiB; see features._head_block).
+_GRAM_BLOCK = _FEATURE_GRAM_BLOCK
 #: the SVD fallback is attempted only if F fits in this many bytes.
 SVD_MEMORY_LIMIT = 4 << 30
 
@@ -119,7 +121,7 @@ def _gram_accumulated(laws: Sequence[Empirical], heads: Heads, chunk: int, progr
     check_score_range([law.atoms for law in laws], heads.Q, heads.b)
     M = _atom_count(laws)
     H, d = heads.count, heads.dim
-    c = int(min(H, max(-(-256 // d), _GRAM_BLOCK // (M * d), 1)))
+    c = _head_block(M, H, d)
     groups = _groups(laws, H)
     G = np.zeros((M, M), order="F")
     block = np.empty((M, c * d))
@@ -282,9 +284,7 @@ class GramResult:
         """The status in words, saying whether positivity is certified or only seen in float64."""
         if self.certified_positive:
             assert self.certified is not None
-            return (f"positive, certified: lambda_min >= {self.certified.lower_bound:.4g} "
-                    + (f"(Arb, {self.certified.bits} bits)" if self.certified.kind.startswith("arb")
-                       else "(float64 error bounds and a verified Cholesky)"))
+            return f"positive, certified: lambda_min >= {self.certified.lower_bound:.4g} ({self.certified.how})"
         if self.status == "positive":
             return (f"positive in float64 (relative lambda_min {self.relative_lambda_min:.3g} > {POSITIVE_REL:g}); "
                     "not certified")
@@ -390,7 +390,7 @@ def gram(
         and one ``eigh``; only for ``M <= 4096`` distinct atoms.
     certify : bool
         When float64 cannot establish positivity (relative ``lambda_min < 1e-12``) and
-        ``M <= 256``, certify it in Arb (:func:`certify_lambda_min`); positivity is never
+        ``M <= 4096``, certify it (:func:`certify_lambda_min`: preconditioned, or Arb); positivity is never
         claimed without that.
     method : {"auto", "svd", "eigh"}
         ``"auto"``: ``eigvalsh`` of ``F F^T`` (``M <= 4096``) or Cholesky + Lanczos
@@ -518,11 +518,11 @@ def gram(
             cert = _certify(laws, heads, max_bits=max_bits)
             if cert.positive:
                 status = "positive"
-                notes.append("positivity certified in Arb ball arithmetic")
+                notes.append(f"positivity certified ({cert.how})")
             else:
                 notes.append("certification inconclusive: positivity is not claimed")
         else:  # float64 route with rigorous error bounds (ntkcheck.ntk.certificate.certify_positive)
-            pc = certify_positive(laws, heads, arb=False)
+            pc = certify_positive(laws, heads, arb=False, progress=progress, chunk=chunk)
             cert = GramCertificate("float64-cholesky" if pc.positive else "inconclusive", pc.lower_bound, 53, pc.statement)
             if pc.positive:
                 status = "positive"
