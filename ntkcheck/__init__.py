@@ -18,7 +18,7 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
     independence             decision, certified rank, identities, sufficient conditions
     cgf                      CGFs, the empirical law (one sample type), closed-form families
     _validate                validation where data enter
-    errors, _budget          exceptions; time budget
+    errors, _budget, _text   exceptions; time budget; report text helpers
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import argparse
 import re
 from typing import Any
 
+from .._text import exact_vector, vector_summary
 from ._args import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK
-from ._text import exact_vector, vector_summary
 
 #: what the bundled ``screen_default.npz`` is (ntkcheck/data/make_screen_default.py)
 BUNDLED = ("bundled example: samples 0-3 random tokens in d = 3, samples 4-6 the product "

@@ -13,6 +13,7 @@ import argparse
 import json
 from typing import Any
 
+from .._text import fit
 from ..errors import InputError
 from ._args import (
     EXIT_NEGATIVE,
@@ -22,7 +23,6 @@ from ._args import (
     exit_epilog,
     progress_enabled,
 )
-from ._text import fit
 
 
 def register(subparsers: Any) -> None:

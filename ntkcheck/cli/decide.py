@@ -6,6 +6,7 @@ import argparse
 from fractions import Fraction
 from typing import Any
 
+from .._text import exact_vector, fit
 from ..cgf import Dirac, Family, Gaussian, GaussianMixture2, Laplace, UniformCube
 from ..errors import InputError
 from ..independence import (
@@ -24,7 +25,6 @@ from ._args import (
     seconds,
 )
 from ._screen_text import sentence
-from ._text import exact_vector, fit
 
 _FAMILIES = ("uniform-cube", "laplace", "gaussian-mixture", "gaussian", "dirac")
 

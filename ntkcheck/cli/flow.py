@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from .._text import fit
 from ..errors import InputError
 from ._args import (
     EXIT_NEGATIVE,
@@ -28,7 +29,6 @@ from ._args import (
     positive_float,
     positive_int,
 )
-from ._text import fit
 
 #: default wall-clock budget of one ``ntkcheck flow`` run (seconds)
 MAX_SECONDS = 50.0
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _fitted() -> Iterator[None]:
-    """Print what the block prints wrapped to 100 columns (:func:`ntkcheck.cli._text.fit`)."""
+    """Print what the block prints wrapped to 100 columns (:func:`ntkcheck._text.fit`)."""
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         yield

@@ -16,6 +16,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from .._text import fit
 from ..cgf import as_laws
 from ..errors import InputError
 from ..io.files import bundled_path, load_samples
@@ -31,7 +32,6 @@ from ._args import (
     positive_int,
 )
 from ._screen_text import BUNDLED, gram_lines, heads_json, screen_lines, screen_outcome, structured
-from ._text import fit
 
 _PATH_HELP = (".npy (n, N, d) or .npz (sample_0, sample_1, ...) token file (default: the bundled example, "
               "screen_default.npz: 4 random samples and a product triple that makes the Gram singular)")

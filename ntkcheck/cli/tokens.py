@@ -11,9 +11,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._text import fit
 from ..errors import InputError
 from ._args import emit_json, exit_epilog
-from ._text import fit
 
 
 def register(subparsers: Any) -> None:

@@ -1,4 +1,4 @@
-"""Text helpers of the command line: every printed line fits :data:`WIDTH` columns."""
+"""Text helpers of the reports (library and command line): every printed line fits :data:`WIDTH` columns."""
 
 from __future__ import annotations
 
