@@ -49,9 +49,10 @@ from typing import Any
 
 import numpy as np
 
+from ._text import WIDTH, exact_vector, fit, vector_summary
 from .cgf import Empirical, as_laws
 from .errors import InputError
-from .independence.results import format_vector, no_truth_value
+from .independence.results import decision_sentence, no_truth_value
 from .ntk.certificate import MAX_CERTIFY_TOKENS, GramCertificate, _certify, certify_positive
 from .ntk.crosscheck import CrosscheckResult, crosscheck
 from .ntk.features import Heads, _atom_count, init_heads
@@ -98,15 +99,19 @@ def _certified(laws: list[Empirical], heads: Heads, g: GramResult, max_bits: int
         return g
     if _certify_cost(laws, heads) > CERTIFY_BUDGET:  # too large for Arb: float64 with proved error bounds
         pc = certify_positive(laws, heads, arb=False)
-        cert = GramCertificate("float64-cholesky" if pc.positive else "inconclusive", pc.lower_bound, 53,
-                               pc.statement)
-        note = ("positivity certified by float64 error bounds and a verified Cholesky" if pc.positive else
+        cert = GramCertificate(pc.method if pc.positive else "inconclusive", pc.lower_bound, 53, pc.statement)
+        note = (f"positivity certified ({cert.how})" if pc.positive else
                 f"float64 certification inconclusive ({pc.statement}): positivity is seen in float64 only")
         return replace(g, certified=cert, notes=(*g.notes, note))
     cert = _certify(laws, heads, max_bits=max_bits)
     note = (f"positivity certified ({cert.how})" if cert.positive else
             "certification inconclusive: positivity is seen in float64 only")
     return replace(g, certified=cert, notes=(*g.notes, note))
+
+
+#: what a screening can conclude (:attr:`ScreenReport.outcome`), in order of precedence
+OUTCOMES: tuple[str, ...] = ("disagrees", "certified positive", "certified singular", "positive in float64 only",
+                             "not certified")
 
 
 def default_head_count(M: int, d: int) -> int:
@@ -182,10 +187,35 @@ class ScreenReport:
         return tuple(s.index for s in self.samples if s.coefficient not in ("0", "-"))
 
     @property
+    def outcome(self) -> str:
+        """What the screening concludes, one of :data:`OUTCOMES` (the first that applies):
+        ``"disagrees"`` (the Gram and seed 003 Prop. 8 contradict each other), ``"certified
+        positive"`` (a rigorous lower bound on ``lambda_min``), ``"certified singular"`` (an exact
+        CGF dependency with overlap: Prop. 8 proves the kernel), ``"positive in float64 only"``,
+        ``"not certified"``. ``ntkcheck screen``'s exit status is read from it."""
+        g, cc = self.gram, self.crosscheck
+        checks = [cc] + ([self.complement] if self.complement is not None else [])
+        if any(c.agreement == "disagrees" for c in checks):
+            return "disagrees"
+        if g.certified_positive:
+            return "certified positive"
+        if cc.weak.dependent and cc.statement == "necessity" and cc.agreement == "agrees":
+            return "certified singular"
+        return "positive in float64 only" if g.positive else "not certified"
+
+    @property
     def bottom_line(self) -> str:
         """Three sentences for a reader who skips the table: the data, what the verdict means
         for training near FixUp initialisation, and what to do next. Certified claims say so;
         everything else says what was seen."""
+        return _paragraphs(*self._bottom_parts())
+
+    @property
+    def next_step(self) -> str:
+        """The last sentence of :attr:`bottom_line`: what to do next."""
+        return self._bottom_parts()[2].removeprefix("Next: ")
+
+    def _bottom_parts(self) -> tuple[str, str, str]:
         g, cc = self.gram, self.crosscheck
         n = len(self.samples)
         data = (f"Data: {self.source}." if self.source else
@@ -194,19 +224,28 @@ class ScreenReport:
             meaning = (f"Training: nothing can be said yet: with H d = {g.heads * g.dim} < M = {g.atoms} the "
                        "Gram is singular by rank whatever the data.")
             nxt = f"Next: rerun with at least {math.ceil(g.atoms / g.dim)} heads (the default draws 4 M / d)."
-            return _paragraphs(data, meaning, nxt)
+            return data, meaning, nxt
+        if self.outcome == "disagrees":
+            meaning = ("Training: nothing can be concluded: the Gram and seed 003 Prop. 8 disagree on these data "
+                       "(the CGF verdict and the spectrum contradict each other), so neither can be trusted here.")
+            nxt = "Next: rerun with more heads or another seed; if it persists, report the data."
+            return data, meaning, nxt
         if self.weak.independent:
             how = (f"certified: {g.certified.how}" if g.certified_positive and g.certified else
-                   "seen in float64, not certified" if g.positive else f"not established ({g.status})")
+                   "positive in float64 only, not certified" if g.positive else f"not established ({g.status})")
             meaning = (f"Training: the CGFs are certified weakly independent, so the NTK at FixUp is injective "
                        f"(seed 003 Prop. 8); the Gram on these heads is positive ({how}), lambda_0 = "
                        f"{self.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on the "
                        "per-token loss decays at least at that rate.")
             nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
                    "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold)."
+                   if g.certified_positive else
+                   "Next: certify the Gram (certify=True, or the command line without --no-certify) before "
+                   "relying on its lambda_min; then certify the rate with `ntkcheck flow`."
                    if g.positive else
-                   "Next: rerun with certify=True (M <= 4096) or more heads before relying on a rate.")
-            return _paragraphs(data, meaning, nxt)
+                   "Next: certify the Gram (certify=True, or the command line without --no-certify) or use more "
+                   "heads before relying on a rate.")
+            return data, meaning, nxt
         if self.weak.dependent:
             inv = list(self.involved)
             st = self.structure
@@ -234,11 +273,11 @@ class ScreenReport:
             else:
                 nxt = (f"Next: remove or change one of samples {inv} (a copy, translate or product of the others "
                        f"adds no direction to the NTK) and rerun.{rest}")
-            return _paragraphs(data, meaning, nxt)
+            return data, meaning, nxt
         meaning = ("Training: not certified either way: the CGF decision is inconclusive; the Gram is "
                    f"{g.status_text()} (what was seen, not a proof).")
         nxt = "Next: call ntkcheck.decide on the samples with a larger time budget or precision, and inspect its trail."
-        return _paragraphs(data, meaning, nxt)
+        return data, meaning, nxt
 
     @property
     def summary(self) -> str:
@@ -275,19 +314,23 @@ class ScreenReport:
                 f"gram={self.gram.status} (lambda_min={self.gram.lambda_min:.3g}), crosscheck={self.crosscheck.agreement}, "
                 f"lambda_0={self.lambda_0:.3g})")
 
-    def table(self) -> str:
-        """The human-readable report, lines of at most 100 columns, ending with the bottom line."""
-        out = [f"{'sample':>6} {'tokens':>6} {'distinct':>8} {'max mult':>8} {'radius':>8}  {'c_i':>6}  mean"]
+    def table(self, *, title: str | None = None, extra: tuple[str, ...] = ()) -> str:
+        """The human-readable report (``ntkcheck screen`` prints it), lines of at most 100 columns:
+        the samples, both verdicts in words, the dependence structure, the Gram and its
+        certificate, the Prop. 8 cross-check, ``lambda_0``, ``extra`` lines (the command line adds
+        its Thm. 8.5 block and the plot path), the notes, and the bottom line last."""
+        out = [title, ""] if title else []
+        out.append(f"{'sample':>6} {'tokens':>6} {'distinct':>8} {'max mult':>8} {'radius':>8} {'c_i':>6}  mean")
         for s in self.samples:
-            mean = ", ".join(f"{v:+.3f}" for v in s.mean[:4]) + (f", ... ({len(s.mean)} coordinates)"
-                                                                   if len(s.mean) > 4 else "")
-            out.append(f"{s.index:>6} {s.tokens:>6} {s.distinct:>8} {s.max_multiplicity:>8} {s.radius:>8.3f}  "
-                       f"{s.coefficient:>6}  ({mean})")
+            out.append(f"{s.index:>6} {s.tokens:>6} {s.distinct:>8} {s.max_multiplicity:>8} {s.radius:>8.3f} "
+                       f"{s.coefficient[:6]:>6}  {vector_summary(s.mean)}")
         out.append("")
         for name, dec in (("weak", self.weak), ("strong", self.strong)):
-            cert = getattr(dec.certificate, "kind", str(dec.certificate))
-            extra = f", direction {format_vector(dec.direction)}" if (name == "strong" and dec.direction) else ""
-            out.append(f"{name + ' independence:':<22}{dec.verdict.value:<13} (method {dec.method}, certificate {cert}{extra})")
+            cert = getattr(dec.certificate, "kind", "-")
+            out.append(f"{name + ' independence:':<22}{dec.verdict.value} (method {dec.method}, certificate {cert})")
+            out.append(f"{'':<22}{decision_sentence(dec)}")
+            if name == "strong" and dec.direction:
+                out.append(f"{'':<22}direction w = {exact_vector(dec.direction)}")
         st = self.structure
         if st is not None:
             lines = st.lines()
@@ -296,40 +339,20 @@ class ScreenReport:
             out.append(f"{'':<22}(dependency rank {st.rank}, {st.rank_linear_free} without linear part; "
                        f"{'exact' if st.exact else 'a lower bound'}: {st.certificate})")
         g = self.gram
-        out.append("")
-        out.append(f"NTK Gram at FixUp:    M = {g.atoms} distinct atoms ({g.tokens} tokens), H = {g.heads} heads "
-                   f"({self.heads}), d = {g.dim}")
-        out.append(f"  lambda_min          {g.lambda_min:.6g}   (relative {g.relative_lambda_min:.3g}, {g.status_text()})")
-        out.append(f"  lambda_max          {g.lambda_max:.6g}")
-        out.append(f"  condition           {g.condition:.3g}   (spectrum: {g.method})")
-        if g.certified is not None:
-            c = g.certified
-            cert_text = (f"lambda_min >= {c.lower_bound:.6g} ({c.how})" if c.positive
-                         else f"inconclusive ({c.bits} bits; positivity not claimed)")
-            out.append(f"  certificate         {cert_text}")
+        out += ["", f"NTK Gram at FixUp:    M = {g.atoms} distinct atoms ({g.tokens} tokens), H = {g.heads} heads, "
+                f"d = {g.dim}", f"  heads drawn         {self.heads}", *g.report_lines()]
         if self.crosscheck.kernel is not None:
             out.append(f"  kernel dimension    {self.crosscheck.kernel.sentence()}")
-        out.append("")
-        out.append(f"cross-check:          {self.crosscheck.agreement} -- {self.crosscheck.message}")
+        out += ["", f"cross-check:          {self.crosscheck.agreement} -- {self.crosscheck.message}"]
         if self.complement is not None:
-            out.append(f"  samples {list(self.complement_indices)} (outside the dependency): "
+            out.append(f"  samples {exact_vector(self.complement_indices, head=8)} (outside the dependency): "
                        f"{self.complement.agreement} -- {self.complement.message}")
-        out.append("")
-        out.append(f"NTK lambda_0:         T lambda_min = {self.lambda_0:.4g}  (per-token loss, mean-field depth "
-                   f"T = {self.depth_T:g}; loss decays at 2 lambda_0 near FixUp)")
-        out.extend(textwrap.wrap(f"caveat: {self.rate_caveat}", width=100, initial_indent="  ",
-                                 subsequent_indent="    ", break_on_hyphens=False))
-        for n in self.notes + g.notes:
-            out.append(f"  note: {n}")
-        out.append("")
-        out.extend(self.bottom_line.splitlines())
-        # every line fits 100 columns: long ones continue under their own indentation + 4
-        wrapped: list[str] = []
-        for line in out:
-            lead = " " * (len(line) - len(line.lstrip(" ")))
-            wrapped.extend(textwrap.wrap(line, width=100, subsequent_indent=lead + "    ", break_on_hyphens=False)
-                           if len(line) > 100 else [line])
-        return "\n".join(wrapped)
+        out += ["", f"NTK lambda_0:         T lambda_min = {self.lambda_0:.4g}  (per-token loss, mean-field depth "
+                f"T = {self.depth_T:g}; the loss decays at 2 lambda_0 near FixUp)", f"  caveat: {self.rate_caveat}"]
+        out.extend(extra)
+        out.extend(f"  note: {n}" for n in (*self.notes, *g.notes))
+        out += ["", *self.bottom_line.splitlines()]
+        return fit(out, WIDTH)
 
 
 def _paragraphs(*parts: str, width: int = 100) -> str:

@@ -316,6 +316,27 @@ def test_bottom_line_for_each_outcome():
         assert max(map(len, t.splitlines())) <= 100
 
 
+def test_outcome_and_next_step():
+    """One conclusion per report (``ntkcheck screen`` reads its exit status from it): the bundled
+    product triple is certified singular; generic data are certified positive with the
+    certificate and positive in float64 only without it, and the bottom line then asks for the
+    certificate instead of sending the user to train; next_step is the bottom line's last sentence."""
+    from ntkcheck.screening import OUTCOMES
+
+    bundled = screen()
+    assert bundled.outcome == "certified singular" and bundled.outcome in OUTCOMES
+    rng = np.random.default_rng(0)
+    indep = [np.round(rng.standard_normal((4, 2)) * 64) / 64 for _ in range(3)]
+    cert = screen(indep)
+    assert cert.outcome == "certified positive" and cert.gram.certified_positive
+    assert "Next: train" in cert.bottom_line
+    bare = screen(indep, certify=False)
+    assert bare.outcome == "positive in float64 only"
+    assert "Next: certify the Gram" in bare.bottom_line and "Next: train" not in bare.bottom_line
+    for rep in (bundled, cert, bare):
+        assert " ".join(rep.bottom_line.split()).endswith(" ".join(rep.next_step.split()))
+
+
 def test_table_fits_100_columns_without_reprs():
     """The report's text: no line over 100 columns at d = 384, no Python repr, the bottom line last."""
     rng = np.random.default_rng(5)

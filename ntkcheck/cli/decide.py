@@ -14,6 +14,7 @@ from ..independence import (
 )
 from ..independence.decision import DEFAULT_TIMEOUT
 from ..independence.examples import seed_examples
+from ..independence.results import decision_sentence
 from ..io.files import load_laws
 from ._args import (
     EXIT_INCONCLUSIVE,
@@ -24,7 +25,6 @@ from ._args import (
     exit_epilog,
     seconds,
 )
-from ._screen_text import sentence
 
 _FAMILIES = ("uniform-cube", "laplace", "gaussian-mixture", "gaussian", "dirac")
 
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         emit_json("decide", {**dec.to_dict(), "exit_code": code})
         return code
     lines = [f"{len(measures)} measures in dimension {dec.dim}, {args.property} property",
-             sentence(dec),
+             decision_sentence(dec),
              f"verdict    {dec.verdict.value}", f"method     {dec.method}", f"precision  {dec.precision}",
              f"margin     {'-' if dec.margin is None else f'{dec.margin:.3e}'}"]
     if dec.direction is not None:

@@ -31,7 +31,7 @@ from ._args import (
     nonnegative_float,
     positive_int,
 )
-from ._screen_text import BUNDLED, gram_lines, heads_json, screen_lines, screen_outcome, structured
+from ._screen_text import gram_lines, heads_json, structured
 
 _PATH_HELP = (".npy (n, N, d) or .npz (sample_0, sample_1, ...) token file (default: the bundled example, "
               "screen_default.npz: 4 random samples and a product triple that makes the Gram singular)")
@@ -98,10 +98,15 @@ def register(subparsers: Any) -> None:
     g.set_defaults(func=run_gram)
 
 
+#: exit status of ``ntkcheck screen`` for each :attr:`ntkcheck.screening.ScreenReport.outcome`
+_EXIT = {"disagrees": EXIT_NEGATIVE, "certified positive": EXIT_OK, "certified singular": EXIT_NEGATIVE,
+         "positive in float64 only": EXIT_INCONCLUSIVE, "not certified": EXIT_INCONCLUSIVE}
+
+
 def _path(args: argparse.Namespace) -> tuple[Any, str]:
     if args.path is not None:
         return args.path, str(args.path)
-    return bundled_path("screen_default.npz"), f"{bundled_path('screen_default.npz')} ({BUNDLED})"
+    return bundled_path("screen_default.npz"), "the bundled example"
 
 
 def _heads_for(args: argparse.Namespace, laws: list) -> Any:
@@ -120,7 +125,7 @@ def _heads_for(args: argparse.Namespace, laws: list) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..screening import plot_report, screen
+    from ..screening import BUNDLED_DATA, plot_report, screen
     from ._args import progress_enabled
 
     path, label = _path(args)
@@ -130,21 +135,29 @@ def run(args: argparse.Namespace) -> int:
     # explicit heads from a file; otherwise let screen() draw them so the report names the init spec
     heads = _heads_for(args, samples) if args.heads_file is not None else args.heads
     report = screen(samples, heads=heads, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed,
-                    depth_T=args.depth_T, certify=not args.no_certify, progress=progress_enabled(args))
+                    depth_T=args.depth_T, certify=not args.no_certify, progress=progress_enabled(args),
+                    source=BUNDLED_DATA if args.path is None else None)
     if args.plot:
         plot_report(report, samples, args.plot)
     thm85 = _thm85(args, samples) if args.thm85 else None
-    code, bottom, step = screen_outcome(report, certify=not args.no_certify)
+    code = _EXIT[report.outcome]
     if args.json:
         d = structured(report.to_dict())
         d["heads"] = heads_json(args, report.gram.heads)
         d["path"] = str(path)
         d["plot"] = args.plot
         d["thm85"] = thm85
-        d["outcome"] = {"exit_code": code, "bottom_line": bottom, "next_step": step}
+        d["outcome"] = {"exit_code": code, "conclusion": report.outcome, "bottom_line": report.bottom_line,
+                        "next_step": report.next_step}
         emit_json("screen", d)
         return code
-    print(fit(screen_lines(report, label, thm85=thm85, plot=args.plot, bottom=bottom, step=step)))
+    extra = [] if thm85 is None else [
+        f"Thm. 8.5 rate:        lambda_0 = T^2 lambda_min(G_r) = {thm85['lambda_0']:.4g}, Lambda = "
+        f"{thm85['lambda_max_0']:.4g}  (readout loss, heads shared over depth T = {thm85['depth_T']:g})",
+        f"  {thm85['caveat']}"]
+    if args.plot:
+        extra.append(f"plot written to {args.plot}")
+    print(report.table(title=f"ntkcheck screen: {label}", extra=tuple(extra)))
     return code
 
 

@@ -19,6 +19,7 @@ from .identities import IdentityProof
 from .rank import qstr
 
 __all__ = [
+    "decision_sentence",
     "Verdict",
     "Decision",
     "Structural",
@@ -354,3 +355,12 @@ def format_vector(v: Sequence[Any], head: int = 8) -> str:
     if len(items) <= head:
         return "(" + ", ".join(items) + ")"
     return "(" + ", ".join(items[: head - 1]) + f", ..., {items[-1]}) [{len(items)} entries]"
+
+
+def decision_sentence(dec: Any) -> str:
+    """The plain-English verdict of any decision result (``sentence`` is a property of
+    :class:`Decision`, a method on some result types, absent on others)."""
+    s = getattr(dec, "sentence", None)
+    if callable(s):
+        s = s()
+    return s if isinstance(s, str) else dec.verdict.sentence(dec.property)

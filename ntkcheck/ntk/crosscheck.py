@@ -488,7 +488,7 @@ def crosscheck(
                           "Prop. 8 predicts a positive Gram, but H d < M makes the finite-head Gram "
                           "singular by rank: add heads.")
         if g.positive:
-            how = (f"certified ({g.certified.how}): lambda_min >= {g.certified.lower_bound:.3g}"
+            how = (f"certified, {g.certified.how}: lambda_min >= {g.certified.lower_bound:.3g}"
                    if g.certified_positive and g.certified
                    else "float64 only, not certified")
             return result("sufficiency", "not needed", None, None, "agrees",

@@ -280,6 +280,19 @@ class GramResult:
         """True when a rigorous lower bound (Arb) proves ``lambda_min > 0``."""
         return self.certified is not None and self.certified.positive
 
+    def report_lines(self) -> list[str]:
+        """The Gram block of the ``screen`` and ``gram`` reports: extremal eigenvalues, condition,
+        status, and the certificate (how it was proved, or why it did not conclude)."""
+        out = [f"  lambda_min          {self.lambda_min:.6g}   (relative {self.relative_lambda_min:.3g})",
+               f"  lambda_max          {self.lambda_max:.6g}",
+               f"  condition           {self.condition:.3g}   (spectrum: {self.method})",
+               f"  status              {self.status_text()}"]
+        c = self.certified
+        if c is not None:
+            out.append(f"  certificate         lambda_min >= {c.lower_bound:.4g} ({c.how})" if c.positive else
+                       f"  certificate         inconclusive ({c.how}): {c.detail}")
+        return out
+
     def status_text(self) -> str:
         """The status in words, saying whether positivity is certified or only seen in float64."""
         if self.certified_positive:
