@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +53,9 @@ from ._text import WIDTH, exact_vector, fit, vector_summary
 from .cgf import Empirical, as_laws
 from .errors import InputError
 from .independence.results import decision_sentence, no_truth_value
-from .ntk.certificate import MAX_CERTIFY_TOKENS, GramCertificate, _certify, certify_positive
 from .ntk.crosscheck import CrosscheckResult, crosscheck
 from .ntk.features import Heads, _atom_count, init_heads
-from .ntk.gram_matrix import GramResult, gram
+from .ntk.gram_matrix import GramResult, certify_result, gram
 from .ntk.structure import DependenceStructure, dependence_structure
 
 __all__ = ["SampleSummary", "ScreenReport", "screen", "default_head_count", "load_heads", "plot_report",
@@ -77,36 +76,6 @@ RATE_CAVEAT = (
     "shared over depth (--thm85) and guaranteed only below the corrected eq. 30 threshold "
     "lambda_0^4 / (16 L_K^2 (2 Lambda + lambda_0)), for given targets (ntkcheck flow certifies it)"
 )
-
-
-#: Arb certificates of a Gram float64 already sees positive are run when they are cheap:
-#: softmax weights evaluated in ball arithmetic (atoms x heads x largest law) up to this many
-#: (~0.15 s for the README example, 24k; 128 atoms of 8 tokens at 256 heads, 262k, took ~4 s)
-CERTIFY_BUDGET = 1 << 16
-
-
-def _certify_cost(laws: list[Empirical], heads: Heads) -> int:
-    M = _atom_count(laws)
-    if M > MAX_CERTIFY_TOKENS:
-        return 1 << 62
-    return M * heads.count * max(law.n_atoms for law in laws)
-
-
-def _certified(laws: list[Empirical], heads: Heads, g: GramResult, max_bits: int) -> GramResult:
-    """``g`` with a certificate when float64 saw it positive: Arb when cheap, else the float64
-    route with proved error bounds (``positive`` is claimed only with a rigorous lower bound)."""
-    if not g.positive or g.certified is not None:
-        return g
-    if _certify_cost(laws, heads) > CERTIFY_BUDGET:  # too large for Arb: float64 with proved error bounds
-        pc = certify_positive(laws, heads, arb=False)
-        cert = GramCertificate(pc.method if pc.positive else "inconclusive", pc.lower_bound, 53, pc.statement)
-        note = (f"positivity certified ({cert.how})" if pc.positive else
-                f"float64 certification inconclusive ({pc.statement}): positivity is seen in float64 only")
-        return replace(g, certified=cert, notes=(*g.notes, note))
-    cert = _certify(laws, heads, max_bits=max_bits)
-    note = (f"positivity certified ({cert.how})" if cert.positive else
-            "certification inconclusive: positivity is seen in float64 only")
-    return replace(g, certified=cert, notes=(*g.notes, note))
 
 
 #: what a screening can conclude (:attr:`ScreenReport.outcome`), in order of precedence
@@ -445,13 +414,10 @@ def screen(
     st = dependence_structure(laws, weak=weak)
     g = gram(laws, hs, progress=progress)
     cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st)
-    if (certify and not g.positive and not g.rank_deficient_by_size and cc.statement != "necessity"
-            and st.predicted_kernel == 0):
-        # no kernel is predicted here: try the Arb certificate of positivity
-        g = gram(laws, hs, certify=True, progress=progress, max_bits=max_bits)
-        cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st)
-    elif certify and (gc := _certified(laws, hs, g, max_bits)) is not g:
-        g = gc
+    # certify what float64 sees positive, and what it cannot resolve where no kernel is predicted
+    # (a Gram that Prop. 8 proves singular is never certified positive: nothing to try)
+    if certify and (g.positive or (cc.statement != "necessity" and st.predicted_kernel == 0)):
+        g = certify_result(laws, hs, g, max_bits=max_bits, progress=progress)
         cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st)
     complement = None
     comp_idx: tuple[int, ...] = ()
@@ -464,8 +430,8 @@ def screen(
             sub = [laws[i] for i in comp_idx]
             if hs.count * d >= _atom_count(sub):
                 g_sub = gram(sub, hs, progress=progress)
-                if certify:
-                    g_sub = _certified(sub, hs, g_sub, max_bits)
+                if certify and g_sub.positive:
+                    g_sub = certify_result(sub, hs, g_sub, max_bits=max_bits, progress=progress)
                 complement = crosscheck(sub, hs, gram_result=g_sub, certify=certify, progress=progress)
             else:
                 notes.append(f"samples {list(comp_idx)} not cross-checked separately: H d < their atom count")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import replace
 from typing import Any
 
 from .._text import fit
@@ -175,7 +174,6 @@ def _thm85(args: argparse.Namespace, laws: list) -> dict[str, Any]:
 
 
 def run_gram(args: argparse.Namespace) -> int:
-    from ..ntk.certificate import MAX_CERTIFY_TOKENS, _certify
     from ..ntk.crosscheck import KernelComparison, subspace_residual
     from ..ntk.features import _features
     from ..ntk.gram_matrix import gram
@@ -186,11 +184,6 @@ def run_gram(args: argparse.Namespace) -> int:
     laws = as_laws(load_samples(path))
     heads = _heads_for(args, laws)
     res = gram(laws, heads, certify=args.certify, progress=progress_enabled(args))
-    if args.certify and res.positive and res.certified is None and res.atoms <= MAX_CERTIFY_TOKENS:
-        # float64 saw it positive: --certify asks for the rigorous lower bound as well
-        cert = _certify(laws, heads)
-        res = replace(res, certified=cert, notes=(*res.notes, f"positivity certified ({cert.how})"
-                                                  if cert.positive else "certification inconclusive"))
     st = kc = None
     if not args.no_structure:
         st = dependence_structure(laws)

@@ -1,8 +1,8 @@
 """The attention NTK at FixUp initialisation (V = 0 on every head).
 
 What lives here: heads and attention features (``features``), the Gram matrix on the
-distinct atoms of each sample and its spectrum (``gram_matrix``) with its Arb certificate
-(``certificate``), the named dependence structures of a data set (``relations``, exact
+distinct atoms of each sample and its spectrum (``gram_matrix``) with its certificate (``certificate``: Arb, a preconditioned float64
+bound, or a verified Cholesky, each a rigorous lower bound on ``lambda_min``), the named dependence structures of a data set (``relations``, exact
 helpers in ``_exact``) with the Gram kernel they predict (``structure``), and the
 cross-check of the Gram against the CGF verdict, seed 003 Prop. 8 (``crosscheck``).
 

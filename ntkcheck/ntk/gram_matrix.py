@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -83,6 +83,8 @@ from .features import (  # noqa: F401  (init_heads: used by the doctest of gram)
 __all__ = [
     "GramResult",
     "gram",
+    "gram_certificate",
+    "certify_result",
     "SampleSize",
     "merge_note",
     "RESOLUTION_EIGH",
@@ -361,6 +363,41 @@ class GramResult:
         return s + ")"
 
 
+def gram_certificate(laws: Sequence[Empirical], heads: Heads, *, float64_positive: bool, max_bits: int = 2048,
+                     progress: bool = False, chunk: int = DEFAULT_CHUNK) -> GramCertificate:
+    """A rigorous lower bound on ``lambda_min`` of the Gram by the cheapest sound route, or why not.
+
+    A Gram float64 sees positive goes first to the verified Cholesky of the Gram accumulated over
+    head blocks (:func:`~ntkcheck.ntk.certificate.certify_positive`, ``O(M^3)``, any ``M``); when
+    that refuses, or float64 did not see it positive, and ``M <= MAX_CERTIFY_TOKENS``, to the
+    preconditioned bound on ``sigma_min(F)`` or Arb (:func:`~ntkcheck.ntk.certificate.certify_lambda_min`).
+    Beyond that size a Gram below float64's resolution is refused ("below resolution at M = ...").
+    """
+    M = _atom_count(laws)
+    refused = ""
+    if float64_positive:
+        pc = certify_positive(laws, heads, arb=False, progress=progress, chunk=chunk)
+        if pc.positive:
+            return GramCertificate(pc.method, pc.lower_bound, 53, pc.statement)
+        refused = f"{pc.statement}; "
+    if M <= MAX_CERTIFY_TOKENS:
+        return _certify(laws, heads, max_bits=max_bits)
+    return GramCertificate("inconclusive", None, 53, f"{refused}the routes below float64's resolution stop at "
+                           f"M = {MAX_CERTIFY_TOKENS} (below resolution at M = {M})")
+
+
+def certify_result(laws: Sequence[Empirical], heads: Heads, g: GramResult, *, max_bits: int = 2048,
+                   progress: bool = False, chunk: int = DEFAULT_CHUNK) -> GramResult:
+    """``g`` with its certificate (:func:`gram_certificate`): ``status`` becomes ``"positive"``
+    when it proves positivity; a Gram singular by size or already certified is returned as is."""
+    if g.rank_deficient_by_size or g.certified is not None:
+        return g
+    cert = gram_certificate(laws, heads, float64_positive=g.positive, max_bits=max_bits, progress=progress, chunk=chunk)
+    note = (f"positivity certified ({cert.how})" if cert.positive else
+            f"certification inconclusive: {cert.detail}" + ("; positivity is seen in float64 only" if g.positive else ""))
+    return replace(g, certified=cert, status="positive" if cert.positive else g.status, notes=(*g.notes, note))
+
+
 def gram(
     samples: Any,
     heads: int | Heads,
@@ -402,9 +439,9 @@ def gram(
         result (``GramResult.matrix``, ``GramResult.kernel_vectors``): ``8 M^2`` bytes more
         and one ``eigh``; only for ``M <= 4096`` distinct atoms.
     certify : bool
-        When float64 cannot establish positivity (relative ``lambda_min < 1e-12``) and
-        ``M <= 4096``, certify it (:func:`certify_lambda_min`: preconditioned, or Arb); positivity is never
-        claimed without that.
+        Attach a certificate (:func:`gram_certificate`): a rigorous lower bound on ``lambda_min``
+        by the cheapest sound route, or the reason there is none. Without it, positivity is only
+        what float64 saw (``certified_positive`` is False).
     method : {"auto", "svd", "eigh"}
         ``"auto"``: ``eigvalsh`` of ``F F^T`` (``M <= 4096``) or Cholesky + Lanczos
         (larger ``M``, ``F`` accumulated over head chunks and never stored), with the SVD
@@ -526,22 +563,14 @@ def gram(
     else:
         status = "small"
     cert: GramCertificate | None = None
-    if certify and not by_size and status != "positive":
-        if M <= MAX_CERTIFY_TOKENS:
-            cert = _certify(laws, heads, max_bits=max_bits)
-            if cert.positive:
-                status = "positive"
-                notes.append(f"positivity certified ({cert.how})")
-            else:
-                notes.append("certification inconclusive: positivity is not claimed")
-        else:  # float64 route with rigorous error bounds (ntkcheck.ntk.certificate.certify_positive)
-            pc = certify_positive(laws, heads, arb=False, progress=progress, chunk=chunk)
-            cert = GramCertificate("float64-cholesky" if pc.positive else "inconclusive", pc.lower_bound, 53, pc.statement)
-            if pc.positive:
-                status = "positive"
-                notes.append("positivity certified by float64 error bounds and a verified Cholesky")
-            else:
-                notes.append(f"certification inconclusive: {pc.statement}")
+    if certify and not by_size:
+        cert = gram_certificate(laws, heads, float64_positive=status == "positive", max_bits=max_bits,
+                                progress=progress, chunk=chunk)
+        if cert.positive:
+            status = "positive"
+            notes.append(f"positivity certified ({cert.how})")
+        else:
+            notes.append(f"certification inconclusive: {cert.detail}")
     eigenvalues = tuple(float(max(v, 0.0)) for v in eig) if (eig is not None and want_all) else None
     kept: np.ndarray | None = None
     kernel: np.ndarray | None = None
