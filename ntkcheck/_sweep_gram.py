@@ -65,12 +65,12 @@ from .ntk.features import (
 )
 from .ntk.gram_matrix import (
     MAX_EIGENVALUES,
-    POSITIVE_REL,
     RESOLUTION_EIGH,
     GramResult,
     SampleSize,
     _extremal_eigh,
     merge_note,
+    spectrum_status,
 )
 
 __all__ = ["DistributedGram", "distributed_gram", "dask_client"]
@@ -258,17 +258,10 @@ def _spectrum(G: np.ndarray, laws: Sequence[Empirical], heads: Heads, keep_matri
         eig = np.linalg.eigvalsh(G, UPLO="L")
         lmin, lmax, method = float(eig[0]), float(eig[-1]), "eigvalsh"
     lmin = max(lmin, 0.0)
-    rel = lmin / lmax if lmax > 0 else 0.0
-    if by_size:
-        status = "singular by size"
-    elif rel > POSITIVE_REL:
-        status = "positive"
-    elif rel < RESOLUTION_EIGH:
-        status = "below resolution"
+    status = spectrum_status(lmin, lmax, by_size=by_size, resolution=RESOLUTION_EIGH)
+    if status == "below resolution":
         notes.append("lambda_min below the eigvalsh resolution (relative < 1e-10); the SVD of F that `gram` falls "
                      "back to needs F whole and is not run on the distributed route")
-    else:
-        status = "small"
     eigenvalues = tuple(float(max(v, 0.0)) for v in eig) if (eig is not None and want_all) else None
     kept = kernel = None
     if keep_matrix:

@@ -23,26 +23,24 @@ def allow_negative_values(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     return parser
 
 
-def positive_int(x: str) -> int:
-    """An integer >= 1."""
+def _int_at_least(x: str, low: int, what: str) -> int:
     try:
         v = int(x)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {x!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {x!r}")
+        v = low - 1
+    if v < low:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {x!r}")
     return v
+
+
+def positive_int(x: str) -> int:
+    """An integer >= 1."""
+    return _int_at_least(x, 1, "a positive integer")
 
 
 def seed_int(x: str) -> int:
     """An integer seed >= 0 (argparse ``type``)."""
-    try:
-        v = int(x)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed >= 0, got {x!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer seed >= 0, got {x!r}")
-    return v
+    return _int_at_least(x, 0, "an integer seed >= 0")
 
 
 def _number(x: str, *, strict: bool) -> float:

@@ -363,6 +363,18 @@ class GramResult:
         return s + ")"
 
 
+def spectrum_status(lmin: float, lmax: float, *, by_size: bool, resolution: float) -> str:
+    """:attr:`GramResult.status` from the extremal eigenvalues: ``"singular by size"`` when
+    ``H d < M``, ``"positive"`` above ``POSITIVE_REL`` relative, ``"below resolution"`` under the
+    route's ``resolution``, ``"small"`` in between."""
+    rel = lmin / lmax if lmax > 0 else 0.0
+    if by_size:
+        return "singular by size"
+    if rel > POSITIVE_REL:
+        return "positive"
+    return "below resolution" if rel < resolution else "small"
+
+
 def gram_certificate(laws: Sequence[Empirical], heads: Heads, *, float64_positive: bool, max_bits: int = 2048,
                      progress: bool = False, chunk: int = DEFAULT_CHUNK) -> GramCertificate:
     """A rigorous lower bound on ``lambda_min`` of the Gram by the cheapest sound route, or why not.
@@ -553,15 +565,7 @@ def gram(
     if eig is not None:
         lmin, lmax = float(eig[0]), float(eig[-1])
     lmin = max(lmin, 0.0)
-    rel = lmin / lmax if lmax > 0 else 0.0
-    if by_size:
-        status = "singular by size"
-    elif rel > POSITIVE_REL:
-        status = "positive"
-    elif rel < resolution:
-        status = "below resolution"
-    else:
-        status = "small"
+    status = spectrum_status(lmin, lmax, by_size=by_size, resolution=resolution)
     cert: GramCertificate | None = None
     if certify and not by_size:
         cert = gram_certificate(laws, heads, float64_positive=status == "positive", max_bits=max_bits,
