@@ -209,7 +209,7 @@ def limits() -> None:
     """Issue 15: every limit-theorem experiment at its default size (aim: under 60 s each on this
     2-core machine), beside its small size (what the tests and the claims run) as the baseline of
     the same run; verdict and fitted slopes per experiment."""
-    from ntkcheck.dynamics.rates import EXPERIMENTS, run_experiment
+    from ntkcheck.limits.rates import EXPERIMENTS, run_experiment
 
     print(f"{'experiment':16s} {'small':>8s} {'default':>9s} {'ratio':>7s} {'<60 s':>6s}  verdict (default): slopes")
     for name in EXPERIMENTS:

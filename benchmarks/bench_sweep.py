@@ -10,7 +10,7 @@ Run: ``python benchmarks/bench_sweep.py [--quick] [--workers 2] [--plot sweep.pn
    are compared **exactly** (``==`` on every value but the per-task time); the time ratio
    dask / serial is printed, and the same grid once more through the API on an already
    running cluster gives the ratio without the cluster's start-up.
-2. **One large Gram on Dask.** :func:`ntkcheck.sweep.distributed_gram` at ``M = 4096`` atoms
+2. **One large Gram on Dask.** :func:`ntkcheck.distributed.distributed_gram` at ``M = 4096`` atoms
    (512 samples of N = 8 tokens, d = 8, ``H d = 2 M``) on a ``LocalCluster`` (``W`` processes x
    1 thread; Dask's nanny pins BLAS to one thread a worker), default head blocks (one product
    task per worker thread, at least one per tile), 1 and 3 row blocks (1 and 6 tiles),
@@ -45,10 +45,10 @@ import scipy.linalg as sla
 
 from ntkcheck.cgf import as_laws
 from ntkcheck.cli import main as cli
+from ntkcheck.distributed import distributed_gram, sweep
 from ntkcheck.io.files import bundled_path
 from ntkcheck.ntk.features import DEFAULT_CHUNK, Heads, attention_features, init_heads
 from ntkcheck.ntk.gram_matrix import _gram_accumulated, gram
-from ntkcheck.sweep import distributed_gram, sweep
 
 SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
 

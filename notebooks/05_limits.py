@@ -46,7 +46,7 @@ from _nbsetup import SMALL, save  # notebooks/_nbsetup.py
 # %%
 import matplotlib.pyplot as plt
 
-from ntkcheck.dynamics.rates import EXPERIMENTS, run_experiment
+from ntkcheck.limits.rates import EXPERIMENTS, run_experiment
 
 SIZE = "small" if SMALL else "default"
 SEEDS = 5

@@ -10,9 +10,9 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
 
     cli                      command line
     claims                   seed claims tried by hypothesis
-    sweep, strategies        screening sweeps on Dask; hypothesis strategies for users' own tests
-    screening, _sweep_gram   initialisation screening of user data; one Gram over head blocks on Dask
-    dynamics                 model, adjoint, NTK over all parameters, flows, experiments
+    distributed, strategies  sweeps and one large Gram on Dask; hypothesis strategies for users' tests
+    screening, limits        initialisation screening of user data; the limit-theorem experiments
+    dynamics                 model, adjoint, NTK over all parameters, flows, L_K, local convergence
     io                       token files, heads files, real models
     ntk                      heads, features, Gram on distinct atoms, structures, cross-check
     independence             decision, certified rank, identities, sufficient conditions

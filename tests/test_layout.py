@@ -25,9 +25,9 @@ LAYERS: dict[str, int] = {
     "ntk": 4,
     "io": 5,
     "dynamics": 6,
+    "limits": 7,  # the limit-theorem experiments: above the dynamics they simulate
     "screening": 7,
-    "_sweep_gram": 7,  # the distributed Gram: imports ntk (4); sweep (8) re-exports it
-    "sweep": 8,  # imports screening (7); nothing imports it but the cli
+    "distributed": 8,  # sweeps and the distributed Gram: import screening (7) and ntk (4)
     "strategies": 8,
     "claims": 9,
     "cli": 10,

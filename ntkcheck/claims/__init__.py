@@ -23,14 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ._core import Check, Claim, ClaimReport, Outcome, check_instance, describe, run_claim
-from ._limits_depth import CLAIMS_DEPTH
-from ._limits_heads import CLAIMS_HEADS
-from ._limits_langevin import CLAIMS_LANGEVIN
-from ._limits_lowtemp import CLAIMS_LOWTEMP
-from ._limits_tokens import CLAIMS_TOKENS
 from ._seed002 import CLAIMS_002, attention_002, attention_002_jacobian, theta_norm
 from ._seed003 import CLAIMS_003
 from ._seed003_ntk import reference_gram_eigenvalues
+from .limits.depth import CLAIMS_DEPTH
+from .limits.heads import CLAIMS_HEADS
+from .limits.langevin import CLAIMS_LANGEVIN
+from .limits.lowtemp import CLAIMS_LOWTEMP
+from .limits.tokens import CLAIMS_TOKENS
 
 __all__ = [
     "Claim", "Check", "Outcome", "ClaimReport", "CLAIMS", "get", "run_claim", "run_claims",

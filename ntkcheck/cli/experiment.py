@@ -1,4 +1,4 @@
-"""``ntkcheck experiment NAME``: the seeds' limit theorems, measured (:mod:`ntkcheck.dynamics.rates`).
+"""``ntkcheck experiment NAME``: the seeds' limit theorems, measured (:mod:`ntkcheck.limits.rates`).
 
 Runs one experiment (or ``--list`` them), prints the measured rates with their confidence
 intervals beside the theorem's, the direct checks and the verdict, or (``--json``) exactly
@@ -31,7 +31,7 @@ def _seeds(x: str) -> int:
 
 
 def register(subparsers: Any) -> None:
-    from ..dynamics.rates import EXPERIMENTS
+    from ..limits.rates import EXPERIMENTS
 
     p = subparsers.add_parser(
         "experiment",
@@ -59,7 +59,7 @@ def register(subparsers: Any) -> None:
 
 
 def _list() -> int:
-    from ..dynamics.rates import EXPERIMENTS, experiment_module
+    from ..limits.rates import EXPERIMENTS, experiment_module
 
     for name in EXPERIMENTS:
         mod = experiment_module(name)
@@ -70,7 +70,7 @@ def _list() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..dynamics.rates import run_experiment
+    from ..limits.rates import run_experiment
     from ..errors import NtkcheckError
 
     if args.list:

@@ -1,13 +1,13 @@
 """``ntkcheck sweep [PATH ...]``: screening over a grid of initialisation laws, on Dask.
 
 Parses the grid (``--q-scales``, ``--b-scales``, ``--heads``, ``--seeds``, data files), calls
-:func:`ntkcheck.sweep.sweep` (a ``LocalCluster`` by default, ``--scheduler ADDRESS`` for a
+:func:`ntkcheck.distributed.sweep` (a ``LocalCluster`` by default, ``--scheduler ADDRESS`` for a
 running cluster, ``--serial`` for none), and prints a table or (``--json``) exactly one
 JSON object; ``--plot`` writes the heatmap of the median ``lambda_min`` over seeds.
 
 ``--one-gram``: instead of a grid, ONE screening's Gram (one file, one value of each of
 ``--q-scales``, ``--b-scales``, ``--heads``, ``--seeds``) accumulated over head blocks (and
-``--tiles``) on the Dask workers, :func:`ntkcheck.sweep.distributed_gram`; the JSON object then
+``--tiles``) on the Dask workers, :func:`ntkcheck.distributed.distributed_gram`; the JSON object then
 carries ``one_gram`` instead of ``rows``.
 """
 
@@ -79,7 +79,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..sweep import sweep
+    from ..distributed import sweep
 
     paths = args.paths or [str(bundled_path("screen_default.npz"))]
     if args.one_gram:
@@ -102,10 +102,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _one_gram(args: argparse.Namespace, paths: list[str]) -> int:
     from ..cgf import as_laws
+    from ..distributed import distributed_gram
     from ..errors import InputError
     from ..io.files import load_samples
     from ..screening import default_head_count
-    from ..sweep import distributed_gram
 
     if args.serial:
         raise InputError("--one-gram accumulates the Gram on Dask; for one Gram in this process use `ntkcheck gram`")

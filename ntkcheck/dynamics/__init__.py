@@ -5,7 +5,8 @@ parameters (``ntk``), gradient flows with their stopping rule (``flow``), the ce
 Lipschitz bound behind seed 002 Thm. 8.5 (``lipschitz``), one module per experiment
 (``convergence``, ``plateau``, ``sweep``, ``depth``; shared helpers and the
 default data in ``_experiment``), the attention kernels on atoms with masses
-(``_attention``) and the exponential integrator (``_integrate``).
+(``_attention``) and the exponential integrator (``_integrate``). The limit-theorem
+experiments, which simulate other models at scale, are a layer above: :mod:`ntkcheck.limits`.
 
 May import: :mod:`ntkcheck.ntk`, :mod:`ntkcheck.io`, :mod:`ntkcheck.cgf` and the base modules.
 """

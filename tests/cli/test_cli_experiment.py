@@ -8,7 +8,7 @@ import json
 import jsonschema
 import pytest
 
-import ntkcheck.dynamics.rates as R
+import ntkcheck.limits.rates as R
 from ntkcheck.cli import main
 from ntkcheck.cli._args import load_schema
 

@@ -20,10 +20,10 @@ from scipy.integrate import solve_ivp
 from scipy.special import softmax
 
 from ntkcheck.cli import main
-from ntkcheck.dynamics import depth_heads as dh
-from ntkcheck.dynamics._adamw import AdamW, AdamWState, adamw_step
 from ntkcheck.dynamics.model import AttentionParams, forward, loss_and_grad
 from ntkcheck.errors import DomainError, InputError, NtkcheckError
+from ntkcheck.limits import depth_heads as dh
+from ntkcheck.limits._adamw import AdamW, AdamWState, adamw_step
 
 #: AdamW by two float64 routes (vectorised vs scalar Python / closed form): a few ulps per step.
 RTOL_ADAM = 1e-13

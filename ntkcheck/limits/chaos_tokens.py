@@ -469,7 +469,7 @@ def run(*, size: str = "default", seeds: int = 5, seed: int = 0, progress: bool 
 
 
 def experiment(params: ChaosParams, *, seeds: int = 5, seed: int = 0, progress: bool | None = None) -> LimitExperiment:
-    """:func:`measure` at ``params``, then the two rate fits against the theorem's ``eps_N`` (:func:`~ntkcheck.dynamics.rates.fit_rate`)."""
+    """:func:`measure` at ``params``, then the two rate fits against the theorem's ``eps_N`` (:func:`~ntkcheck.limits.rates.fit_rate`)."""
     if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 2:
         raise NtkcheckError(f"chaos-tokens: need at least 2 seeds for a confidence interval, got {seeds!r}")
     t0 = time.perf_counter()

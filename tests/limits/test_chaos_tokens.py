@@ -20,9 +20,9 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import linear_sum_assignment
 
 from ntkcheck.cli import main
-from ntkcheck.dynamics import chaos_tokens as ct
-from ntkcheck.dynamics.rates import run_experiment
 from ntkcheck.errors import NtkcheckError
+from ntkcheck.limits import chaos_tokens as ct
+from ntkcheck.limits.rates import run_experiment
 
 HEADS = ct.SIZES["small"].heads
 
@@ -227,7 +227,7 @@ def test_mutation_field_of_the_initial_measure_is_caught(monkeypatch, capsys):
     """Tokens driven by the field of their INITIAL empirical measure (no interaction update): the gap to
     the limit stays O(1) (mu_t shrinks to two thirds of its width), the fitted slope is near 0, and
     ``ntkcheck claims --only 002.thm4.2`` fails."""
-    mod = sys.modules["ntkcheck.dynamics.chaos_tokens"]
+    mod = sys.modules["ntkcheck.limits.chaos_tokens"]
 
     def frozen(x0, heads, T, steps):
         X0 = np.atleast_2d(np.asarray(x0, dtype=float))

@@ -1,4 +1,4 @@
-"""Law of large numbers over heads (``ntkcheck.dynamics.heads_lln``, seed 002 Thm. 5.1).
+"""Law of large numbers over heads (``ntkcheck.limits.heads_lln``, seed 002 Thm. 5.1).
 
 Independent computations: the attention of seed 002 eq. 8 as written in the claims registry
 (``attention_002``, one head at a time); the collapsed head average against the direct head-by-head
@@ -25,9 +25,9 @@ from scipy.linalg import expm
 
 from ntkcheck.claims import attention_002
 from ntkcheck.cli import main
-from ntkcheck.dynamics import heads_lln as HL
-from ntkcheck.dynamics.rates import run_experiment
 from ntkcheck.errors import DomainError, InputError, NtkcheckError
+from ntkcheck.limits import heads_lln as HL
+from ntkcheck.limits.rates import run_experiment
 
 
 def _problem(seed=0, dim=2, **kw):
@@ -276,7 +276,7 @@ def _cli_catches(cid, capsys, examples=2):
 @pytest.mark.parametrize("cid", ["002.thm5.1", "002.thm5.1.uniform"])
 def test_mutation_head_sum_without_one_over_h_is_caught(monkeypatch, capsys, cid):
     """A head 'average' without the 1/H (the sum over heads) makes both claims fail."""
-    mod = sys.modules["ntkcheck.dynamics.heads_lln"]
+    mod = sys.modules["ntkcheck.limits.heads_lln"]
     real = mod.head_weights
     monkeypatch.setattr(mod, "head_weights", lambda heads, atoms: real(heads, atoms) * heads.count)
     rep = _cli_catches(cid, capsys)

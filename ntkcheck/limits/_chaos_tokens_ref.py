@@ -1,7 +1,7 @@
-r"""Numerical kernels of :mod:`ntkcheck.dynamics.chaos_tokens`: the 1-D multi-head attention
+r"""Numerical kernels of :mod:`ntkcheck.limits.chaos_tokens`: the 1-D multi-head attention
 field by two routes, the classical RK4 integrator, and the quadratures.
 
-Private. The formulas are documented in :mod:`ntkcheck.dynamics.chaos_tokens` and in
+Private. The formulas are documented in :mod:`ntkcheck.limits.chaos_tokens` and in
 ``theory/limits-chaos-tokens.md``.
 
 **Two routes to one field.** For a weighted measure :math:`\mu = \sum_j w_j\delta_{y_j}` on

@@ -1,4 +1,4 @@
-"""The rate fit behind every limit-theorem experiment (``ntkcheck.dynamics.rates``).
+"""The rate fit behind every limit-theorem experiment (``ntkcheck.limits.rates``).
 
 The slope and its interval are checked against an independent computation (``numpy.polyfit``
 per seed and a t quantile from ``scipy.stats``), the verdict rule on data built to fall on each
@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from ntkcheck.dynamics.rates import EXPERIMENTS, LimitExperiment, fit_rate, run_experiment
 from ntkcheck.errors import NtkcheckError
+from ntkcheck.limits.rates import EXPERIMENTS, LimitExperiment, fit_rate, run_experiment
 
 XS = [8.0, 16.0, 32.0, 64.0, 128.0]
 

@@ -1,4 +1,4 @@
-"""Screening sweeps (ntkcheck.sweep, ``ntkcheck sweep``): the Dask path against the serial path.
+"""Screening sweeps (ntkcheck.distributed, ``ntkcheck sweep``): the Dask path against the serial path.
 
 Every Dask test runs a ``LocalCluster`` with ``processes=False`` (workers are threads of this
 process: starting two worker processes costs 8-14 s on the shared test machine, threads ~1 s)
@@ -22,11 +22,11 @@ from distributed import LocalCluster  # noqa: E402
 
 from ntkcheck.cgf import as_laws  # noqa: E402
 from ntkcheck.cli import main  # noqa: E402
+from ntkcheck.distributed import distributed_gram, sweep, sweep_grid  # noqa: E402
 from ntkcheck.errors import InputError  # noqa: E402
 from ntkcheck.io.files import bundled_path, load_samples  # noqa: E402
 from ntkcheck.ntk.features import attention_features, init_heads  # noqa: E402
 from ntkcheck.ntk.gram_matrix import gram  # noqa: E402
-from ntkcheck.sweep import distributed_gram, sweep, sweep_grid  # noqa: E402
 
 GRID = dict(q_scales=(0.5, 1.0), b_scales=(0.5, 1.0), seeds=(0, 1))
 
@@ -221,7 +221,7 @@ def test_block_features_are_the_columns_of_F():
     """The premise of the bounds below: a task's feature block (a row block of samples, a head
     block) is bit for bit the corresponding block of the whole F (rows and heads are computed
     independently of each other)."""
-    from ntkcheck._sweep_gram import _block_features, _row_blocks
+    from ntkcheck.distributed.gram import _block_features, _row_blocks
 
     laws = _laws(9, 3, 2, seed=4)
     heads = init_heads(50, 2, seed=6)
@@ -317,8 +317,8 @@ class _Bar:
 def test_progress_follows_dask_completions(client, monkeypatch):
     """Both bars are driven by ``as_completed``: every task reported once. The Gram's count is
     the closed form tiles (tiles + 1) / 2 x (B products + B - 1 additions)."""
-    import ntkcheck._sweep_gram as sg
-    import ntkcheck.sweep as sw
+    import ntkcheck.distributed.gram as sg
+    import ntkcheck.distributed.sweeps as sw
 
     monkeypatch.setattr(sg, "progress_bar", _Bar)
     monkeypatch.setattr(sw, "progress_bar", _Bar)
@@ -345,7 +345,7 @@ def test_distributed_gram_bad_input(kw, msg):
 
 
 def test_row_blocks_partition_the_samples():
-    from ntkcheck._sweep_gram import _row_blocks
+    from ntkcheck.distributed.gram import _row_blocks
 
     rng = np.random.default_rng(12)
     laws = as_laws([rng.standard_normal((int(k), 2)) for k in rng.integers(1, 9, 23)])

@@ -1,11 +1,11 @@
-"""Claims of the limit-theorem experiment ``heads-lln`` (:mod:`ntkcheck.dynamics.heads_lln`).
+"""Claims of the limit-theorem experiment ``heads-lln`` (:mod:`ntkcheck.limits.heads_lln`).
 
 Seed 002 ("A Mean-Field Theory of Transformers") Thm. 5.1, the law of large numbers over heads:
 the tokens moved by ``H`` i.i.d. heads stay within ``C(T) H^(-1/2) sqrt(log H)`` of the tokens moved
 by the rho-averaged field (eq. 22), and the head-averaged field converges to the rho-average
 uniformly on a ball at the same rate. Each instance runs the experiment at size ``"small"`` over
 5 seeds on a problem drawn from the instance's seed, token dimension and horizon; the conclusion is
-the fit's verdict (:func:`ntkcheck.dynamics.rates.fit_rate`): consistent -> held, inconsistent ->
+the fit's verdict (:func:`ntkcheck.limits.rates.fit_rate`): consistent -> held, inconsistent ->
 failed, inconclusive -> inconclusive. Written up in ``theory/limits-heads-lln.md``.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ._core import Check, Claim, Instance
-from ._limits_common import verdict_check
+from .._core import Check, Claim, Instance
+from ._common import verdict_check
 
 #: independent repetitions per instance (the confidence interval is over these)
 SEEDS = 5
@@ -36,7 +36,7 @@ def _pinned() -> dict[str, Any]:
 
 
 def _trajectories(inst: Instance) -> Check:
-    from ..dynamics.heads_lln import run
+    from ...limits.heads_lln import run
 
     res = run(size="small", seeds=SEEDS, seed=inst["seed"], dim=inst["dim"], horizon=inst["horizon"])
     fit = res.fits[0]
@@ -47,7 +47,7 @@ def _trajectories(inst: Instance) -> Check:
 
 
 def _uniform(inst: Instance) -> Check:
-    from ..dynamics.heads_lln import run
+    from ...limits.heads_lln import run
 
     res = run(size="small", seeds=SEEDS, seed=inst["seed"], dim=inst["dim"], horizon=inst["horizon"],
               field_only=True)
@@ -69,7 +69,7 @@ CLAIMS_HEADS: list[Claim] = [
         conclusion=_trajectories,
         instances=_instances,
         examples=(_pinned,),
-        requires=("ntkcheck.dynamics.heads_lln",),
+        requires=("ntkcheck.limits.heads_lln",),
         cost=10,
         min_held=4,
         max_inconclusive=0.25,
@@ -86,7 +86,7 @@ CLAIMS_HEADS: list[Claim] = [
         conclusion=_uniform,
         instances=_instances,
         examples=(_pinned,),
-        requires=("ntkcheck.dynamics.heads_lln",),
+        requires=("ntkcheck.limits.heads_lln",),
         cost=4,
         min_held=4,
         max_inconclusive=0.25,

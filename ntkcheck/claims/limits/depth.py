@@ -1,13 +1,13 @@
-r"""Claim of the limit-theorem experiment ``depth-heads`` (:mod:`ntkcheck.dynamics.rates`).
+r"""Claim of the limit-theorem experiment ``depth-heads`` (:mod:`ntkcheck.limits.rates`).
 
 Abstract "Uniform Scaling Limits in AdamW-Trained Transformers": the hidden states and the
 back-propagated variables of an ``L``-layer, ``H``-head transformer trained with AdamW
 converge in :math:`L^2`, uniformly over the initial tokens, to a forward-backward ODE system
 at rate :math:`O(L^{-1} + L^{-1/3}H^{-1/2})`. An instance is one run of
-:func:`ntkcheck.dynamics.depth_heads.run` at size ``"small"`` (5 seeds; ``L = 4..32`` at
+:func:`ntkcheck.limits.depth_heads.run` at size ``"small"`` (5 seeds; ``L = 4..32`` at
 :math:`H = 2^{24}`, ``H = 1..64`` at ``L = 64``) with a drawn seed offset, number of AdamW
 steps and learning rate; it holds when both fitted decay rates are consistent with the
-theorem's (the verdict of :func:`ntkcheck.dynamics.rates.fit_rate`) and every error is
+theorem's (the verdict of :func:`ntkcheck.limits.rates.fit_rate`) and every error is
 finite, fails when a rate is significantly slower or a model blows up.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ._core import Check, Claim, Instance
-from ._limits_common import limit_check
+from .._core import Check, Claim, Instance
+from ._common import limit_check
 
 __all__ = ["CLAIMS_DEPTH"]
 
@@ -34,7 +34,7 @@ def _pinned() -> dict[str, Any]:
 
 
 def _conclusion(inst: Instance) -> Check:
-    from ..dynamics import depth_heads as dh
+    from ...limits import depth_heads as dh
 
     res = dh.run(size="small", seeds=5, seed=int(inst["seed"]), steps=int(inst["steps"]), lr=float(inst["lr"]))
     return limit_check(res, f"reference error {res.data['reference_error']:.2g}")
@@ -56,7 +56,7 @@ CLAIMS_DEPTH: list[Claim] = [
         conclusion=_conclusion,
         instances=_instances,
         examples=(_pinned,),
-        requires=("ntkcheck.dynamics.depth_heads",),
+        requires=("ntkcheck.limits.depth_heads",),
         # one instance is one small run (1-4 s on a busy 2-core machine): the default 20
         # examples -> 2 drawn + the pinned one, about 10 s
         cost=8,

@@ -37,7 +37,7 @@ explicit ``H``-head model of :mod:`ntkcheck.dynamics.model`.
 **AdamW and the head scaling.** The gradient of head :math:`(l, h)` is
 :math:`\frac1{LH}\,\hat g(l/L, \theta_{lh})` with :math:`\hat g(t,\theta) = \sum_{i,s}
 \langle p(t)_{is}, \partial_\theta f(x_{is}(t);\theta,\mu_i(t))\rangle` the particle
-gradient (the first variation of the risk). AdamW (:mod:`ntkcheck.dynamics._adamw`) is
+gradient (the first variation of the risk). AdamW (:mod:`ntkcheck.limits._adamw`) is
 applied to the *rescaled* gradient :math:`LH\,\nabla_{\theta_{lh}}\mathcal L = \hat g`, with
 ``lr``, betas, ``eps`` and weight decay independent of ``L`` and ``H``: Adam is invariant to
 the gradient's scale except through ``eps``, so this is AdamW with

@@ -1,11 +1,11 @@
-"""Claim of the limit-theorem experiment ``low-temperature`` (:mod:`ntkcheck.dynamics.rates`).
+"""Claim of the limit-theorem experiment ``low-temperature`` (:mod:`ntkcheck.limits.rates`).
 
 Abstract "... deep encoder-only transformers at inference time" ("Quantifying Concentration
 Phenomena of Mean-Field Transformers in the Low-Temperature Regime", arXiv:2605.10931): the
 token distribution concentrates onto the push-forward of the initial law under a projection
 induced by K, Q, V, with W2 ~ sqrt(log(beta+1)/beta) e^(Ct) + e^(-ct), metastable for times
 of order log(beta), then a terminal phase set by the spectrum of V. An instance is one run of
-:func:`ntkcheck.dynamics.low_temperature.run` at size ``"small"`` (5 seeds, 3 values of beta)
+:func:`ntkcheck.limits.low_temperature.run` at size ``"small"`` (5 seeds, 3 values of beta)
 with a drawn seed offset, attention scale ``a`` and eigenvalue ``lam`` of V; it holds when the
 run's verdict is "consistent" (every fit and every direct check).
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ._core import Check, Claim, Instance
-from ._limits_common import limit_check
+from .._core import Check, Claim, Instance
+from ._common import limit_check
 
 __all__ = ["CLAIMS_LOWTEMP"]
 
@@ -37,7 +37,7 @@ def _pinned() -> dict[str, Any]:
 
 
 def _concentration(inst: Instance) -> Check:
-    from ..dynamics.low_temperature import LowTempSetting, run
+    from ...limits.low_temperature import LowTempSetting, run
 
     exp = run(size="small", seeds=5, seed=int(inst["seed"]),
               setting=LowTempSetting(lam=float(inst["lam"]), a=float(inst["a"])))
@@ -57,7 +57,7 @@ CLAIMS_LOWTEMP: list[Claim] = [
         conclusion=_concentration,
         instances=_lowtemp_instances,
         examples=(_pinned,),
-        requires=("ntkcheck.dynamics.low_temperature",),
+        requires=("ntkcheck.limits.low_temperature",),
         cost=20,
         min_held=4,  # the registry test asks every open claim for 4 held instances
         # a drawn (a, lam, seed) may put the smallest error at t_fix near the zero-temperature

@@ -1,6 +1,6 @@
 r"""The single-layer mean-field attention model of seed 002 section 8.2, its risk and its Gibbs state.
 
-Private to :mod:`ntkcheck.dynamics.langevin` (which documents the experiment). Setting of
+Private to :mod:`ntkcheck.limits.langevin` (which documents the experiment). Setting of
 "A Mean-Field Theory of Transformers" (seed 002) Prop. 8.2: a fixed context measure
 :math:`\mu_0 = \frac1N\sum_i\delta_{x_i}` on :math:`\mathbb R^d`, heads
 :math:`\theta = (Q, K, V)\in\mathbb R^{3d^2}`, the attention of seed 002 eq. 3 / eq. 8

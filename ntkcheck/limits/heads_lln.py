@@ -37,7 +37,7 @@ The simulated setting (written up in ``theory/limits-heads-lln.md``):
   :math:`\mu_t` at a few times.
 
 Each seed is an independent repetition (fresh heads, ``draws`` head sets per ``H``) on the problem
-drawn from the first seed; :func:`~ntkcheck.dynamics.rates.fit_rate` fits the slopes.
+drawn from the first seed; :func:`~ntkcheck.limits.rates.fit_rate` fits the slopes.
 """
 
 from __future__ import annotations

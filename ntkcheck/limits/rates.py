@@ -43,7 +43,7 @@ from ..errors import NtkcheckError
 
 __all__ = ["RateFit", "LimitExperiment", "fit_rate", "EXPERIMENTS", "run_experiment", "experiment_module"]
 
-#: experiment name (``ntkcheck experiment NAME``) -> module in :mod:`ntkcheck.dynamics`
+#: experiment name (``ntkcheck experiment NAME``) -> module in :mod:`ntkcheck.limits`
 EXPERIMENTS: dict[str, str] = {
     "chaos-tokens": "chaos_tokens",
     "heads-lln": "heads_lln",

@@ -1,4 +1,4 @@
-"""The low-temperature experiment (ntkcheck.dynamics.low_temperature): token concentration on
+"""The low-temperature experiment (ntkcheck.limits.low_temperature): token concentration on
 P#mu_0, against independent computations (the original-frame equation, a hardmax integrator,
 quadrature of the closed forms, an optimal assignment), its verdict, bad input, and a mutation
 (attention without the temperature beta) that the claim must catch."""
@@ -13,9 +13,9 @@ import pytest
 from scipy.integrate import quad, solve_ivp
 
 from ntkcheck.cli import main
-from ntkcheck.dynamics import low_temperature as LT
-from ntkcheck.dynamics.rates import run_experiment
 from ntkcheck.errors import DomainError, InputError, NtkcheckError
+from ntkcheck.limits import low_temperature as LT
+from ntkcheck.limits.rates import run_experiment
 
 CLAIM_ID = "abstracts.low_temperature"
 

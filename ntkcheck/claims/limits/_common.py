@@ -1,4 +1,4 @@
-"""What every limit-theorem claim concludes from its experiment (:mod:`ntkcheck.dynamics.rates`).
+"""What every limit-theorem claim concludes from its experiment (:mod:`ntkcheck.limits.rates`).
 
 An instance runs one experiment; the claim holds when every fitted rate is consistent with the
 theorem's and every direct check holds, fails when a rate is significantly slower than the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._core import Check, Outcome
+from .._core import Check, Outcome
 
 _OUTCOME = {"consistent": Outcome.HELD, "inconsistent": Outcome.FAILED, "inconclusive": Outcome.INCONCLUSIVE}
 
@@ -22,7 +22,7 @@ def verdict_check(verdict: str, detail: str) -> Check:
 
 
 def limit_check(exp: Any, extra: str = "") -> Check:
-    """The claim's outcome for one :class:`~ntkcheck.dynamics.rates.LimitExperiment`."""
+    """The claim's outcome for one :class:`~ntkcheck.limits.rates.LimitExperiment`."""
     parts = [f.line() for f in exp.fits]
     parts += [f.reason for f in exp.fits if f.verdict != "consistent"]
     parts += [f"check fails: {k}" for k, ok in exp.checks.items() if not ok]

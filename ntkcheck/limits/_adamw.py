@@ -20,7 +20,7 @@ is not part of the gradient and does not pass through the moment estimates (PyTo
 ``AdamW`` writes the same update as :math:`\theta \leftarrow (1-\alpha\lambda)\theta` followed
 by the Adam step).
 
-Private to :mod:`ntkcheck.dynamics` (used by :mod:`ntkcheck.dynamics.depth_heads`).
+Private to :mod:`ntkcheck.dynamics` (used by :mod:`ntkcheck.limits.depth_heads`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ screening per task, either serially or as ``dask.distributed`` tasks:
   (:meth:`SweepResult.plot`).
 
 The Gram of ONE very large screening is distributed differently, over head blocks and tiles
-of the Gram: :func:`distributed_gram` (defined in ``ntkcheck/_sweep_gram.py``, exported here).
+of the Gram: :func:`~ntkcheck.distributed.gram.distributed_gram`.
 
 Each row reports the NTK Gram's :math:`\lambda_{\min}` at FixUp on the distinct atoms
 (:math:`W^{1/2} K W^{1/2} = F F^T`, seed 003 "Training Infinitely Deep and Wide Transformers" Prop. 5),
@@ -48,14 +48,14 @@ from typing import Any
 
 import numpy as np
 
-from ._progress import progress_bar
-from ._sweep_gram import DistributedGram, dask_client, distributed_gram
-from .cgf import Empirical, as_laws
-from .errors import InputError
-from .io.files import load_samples
-from .screening import screen
+from .._progress import progress_bar
+from ..cgf import Empirical, as_laws
+from ..errors import InputError
+from ..io.files import load_samples
+from ..screening import screen
+from .gram import dask_client
 
-__all__ = ["SweepRow", "SweepResult", "sweep", "sweep_grid", "distributed_gram", "DistributedGram"]
+__all__ = ["SweepRow", "SweepResult", "sweep", "sweep_grid"]
 
 #: screenings in one process run one at a time: the exact and ball arithmetic below them
 #: sets process-global precision (``mpmath.workdps``, python-flint's ``ctx.prec``), and two

@@ -1,4 +1,4 @@
-"""Mean-field Langevin for one attention layer (seed 002 Prop. 8.2, Thm. 8.3): ntkcheck.dynamics.langevin."""
+"""Mean-field Langevin for one attention layer (seed 002 Prop. 8.2, Thm. 8.3): ntkcheck.limits.langevin."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pytest
 from helpers import lln_tolerance
 from scipy.optimize import minimize
 
-import ntkcheck.dynamics._langevin_model as M
+import ntkcheck.limits._langevin_model as M
 from ntkcheck.claims._seed002 import attention_002
 from ntkcheck.cli import main
-from ntkcheck.dynamics import langevin as L
-from ntkcheck.dynamics.rates import run_experiment
 from ntkcheck.errors import NtkcheckError
+from ntkcheck.limits import langevin as L
+from ntkcheck.limits.rates import run_experiment
 
 
 def _problem(d=2, N=4, M_=2, loss="square", lam=1.0, seed=0):
@@ -259,7 +259,7 @@ def _caught(cid, capsys, examples):
 def test_mutation_langevin_step_without_noise_is_caught(monkeypatch, capsys):
     """Without the sqrt(2 beta h) xi term the two runs still merge (the drift contracts) but onto
     the zero-temperature state, not the Gibbs fixed point: the stationary check fails."""
-    monkeypatch.setattr(sys.modules["ntkcheck.dynamics.langevin"], "langevin_step",
+    monkeypatch.setattr(sys.modules["ntkcheck.limits.langevin"], "langevin_step",
                         lambda theta, drift, beta, step, xi: theta - step * drift)
     rep = _caught("002.thm8.3", capsys, examples=10)
     assert "Gibbs fixed point" in rep["detail"]

@@ -1,13 +1,13 @@
-r"""Claim of the limit-theorem experiment ``chaos-tokens`` (:mod:`ntkcheck.dynamics.rates`).
+r"""Claim of the limit-theorem experiment ``chaos-tokens`` (:mod:`ntkcheck.limits.rates`).
 
 "A Mean-Field Theory of Transformers" (seed 002) Thm. 4.2, propagation of chaos in tokens:
 the ``N``-token system and its McKean-Vlasov limit, synchronously coupled, differ by
 :math:`C(T)\,\epsilon_N` in :math:`E[\max_i|x_i^N-\bar x_i|^2]^{1/2}` and in
 :math:`E\,W_2(\mu^N_t,\mu_t)`, :math:`\epsilon_N = N^{-1/4}` for ``d < 4``. An instance is
-one run of :func:`ntkcheck.dynamics.chaos_tokens.experiment` at size ``"small"`` (6 token
+one run of :func:`ntkcheck.limits.chaos_tokens.experiment` at size ``"small"`` (6 token
 counts, 5 seeds) with a drawn seed offset and time horizon; it holds when both fitted decay
 rates are consistent with :math:`\epsilon_N` (the verdict of
-:func:`ntkcheck.dynamics.rates.fit_rate`), fails when one is significantly slower.
+:func:`ntkcheck.limits.rates.fit_rate`), fails when one is significantly slower.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ._core import Check, Claim, Instance
-from ._limits_common import limit_check
+from .._core import Check, Claim, Instance
+from ._common import limit_check
 
 __all__ = ["CLAIMS_TOKENS"]
 
@@ -33,7 +33,7 @@ def _pinned() -> dict[str, Any]:
 
 
 def _conclusion(inst: Instance) -> Check:
-    from ..dynamics import chaos_tokens as ct
+    from ...limits import chaos_tokens as ct
 
     params = dataclasses.replace(ct.SIZES["small"], T=float(inst["T"]))
     res = ct.experiment(params, seeds=5, seed=int(inst["seed"]))
@@ -53,7 +53,7 @@ CLAIMS_TOKENS: list[Claim] = [
         conclusion=_conclusion,
         instances=_instances,
         examples=(_pinned,),
-        requires=("ntkcheck.dynamics.chaos_tokens",),
+        requires=("ntkcheck.limits.chaos_tokens",),
         # one instance is one small run (2-4 s on a busy 2-core machine): the default 20
         # examples -> 2 drawn + the pinned one, and one more draw to reach min_held = 4
         cost=7,

@@ -1,4 +1,4 @@
-r"""One large NTK Gram accumulated over head blocks on Dask workers (private: :mod:`ntkcheck.sweep`).
+r"""One large NTK Gram accumulated over head blocks on Dask workers (exported by :mod:`ntkcheck.distributed`).
 
 The Gram of one screening at FixUp (seed 003 "Training Infinitely Deep and Wide Transformers"
 Prop. 5) is a sum over heads,
@@ -49,11 +49,11 @@ from typing import Any, Literal
 import numpy as np
 import scipy.linalg as sla
 
-from ._progress import progress_bar
-from ._validate import check_score_range
-from .cgf import Empirical, as_laws
-from .errors import InputError, NtkcheckWarning
-from .ntk.features import (
+from .._progress import progress_bar
+from .._validate import check_score_range
+from ..cgf import Empirical, as_laws
+from ..errors import InputError, NtkcheckWarning
+from ..ntk.features import (
     DEFAULT_CHUNK,
     Heads,
     _as_heads,
@@ -63,7 +63,7 @@ from .ntk.features import (
     _head_block,
     init_heads,
 )
-from .ntk.gram_matrix import (
+from ..ntk.gram_matrix import (
     MAX_EIGENVALUES,
     RESOLUTION_EIGH,
     GramResult,
@@ -312,7 +312,7 @@ def distributed_gram(
 
     (seed 003 "Training Infinitely Deep and Wide Transformers" Prop. 5), one task per head
     block and tile, partial products summed on the workers (module docstring of
-    ``ntkcheck._sweep_gram``), the spectrum on the client as
+    ``ntkcheck.distributed.gram``), the spectrum on the client as
     :func:`~ntkcheck.ntk.gram_matrix.gram` reports it (float64; no certificate).
 
     Parameters

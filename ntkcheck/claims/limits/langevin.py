@@ -1,4 +1,4 @@
-r"""Claims of the limit-theorem experiment ``langevin`` (:mod:`ntkcheck.dynamics.langevin`).
+r"""Claims of the limit-theorem experiment ``langevin`` (:mod:`ntkcheck.limits.langevin`).
 
 "A Mean-Field Theory of Transformers" (seed 002) Prop. 8.2: the single-layer risk is convex
 along linear interpolations of head measures; Thm. 8.3: mean-field Langevin converges
@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from ._core import Check, Claim, Instance
-from ._limits_common import limit_check
+from .._core import Check, Claim, Instance
+from ._common import limit_check
 
 __all__ = ["CLAIMS_LANGEVIN"]
 
@@ -46,7 +46,7 @@ def _seed_case_82() -> dict[str, Any]:
 
 
 def _convex(inst: Instance) -> Check:
-    from ..dynamics import langevin as L
+    from ...limits import langevin as L
 
     prob = L.LangevinProblem(inst["tokens"], inst["targets"], inst["lam"], inst["loss"])
     c = L.convexity_along_interpolation(prob, inst["theta0"], inst["theta1"], w0=inst["w0"], w1=inst["w1"])
@@ -65,7 +65,7 @@ def _run_instances(draw: Any) -> dict[str, Any]:
 
 
 def _converges(inst: Instance) -> Check:
-    from ..dynamics import langevin as L
+    from ...limits import langevin as L
 
     res = L.langevin_experiment(L.default_problem(lam=inst["lam"]), seeds=5, seed=int(inst["seed"]),
                                 **L.SIZES["small"])
@@ -84,7 +84,7 @@ CLAIMS_LANGEVIN: list[Claim] = [
         conclusion=_convex,
         instances=_pair_instances,
         examples=(_seed_case_82,),
-        requires=("ntkcheck.dynamics.langevin",),
+        requires=("ntkcheck.limits.langevin",),
         min_held=10,
     ),
     Claim(
@@ -99,7 +99,7 @@ CLAIMS_LANGEVIN: list[Claim] = [
         conclusion=_converges,
         instances=_run_instances,
         examples=(lambda: {"seed": 0, "lam": 1.0},),
-        requires=("ntkcheck.dynamics.langevin",),
+        requires=("ntkcheck.limits.langevin",),
         cost=20,
         min_held=4,  # the registry's floor for an open claim (tests/claims/test_claims.py)
         max_inconclusive=0.34,

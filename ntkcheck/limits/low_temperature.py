@@ -236,7 +236,7 @@ def simulate_comoving(Z2: Any, beta: float, setting: LowTempSetting, times: Sequ
         Initial second coordinates (independent systems side by side, e.g. seeds).
     rtol, atol : float
         Tolerances of RK45 (the measured W2 moves by less than 1e-5 relative between
-        ``rtol = 1e-6`` and ``1e-9``: tests/dynamics/test_low_temperature.py).
+        ``rtol = 1e-6`` and ``1e-9``: tests/limits/test_low_temperature.py).
 
     Returns
     -------

@@ -1,0 +1,23 @@
+"""Past one process: screening sweeps and one large Gram on ``dask.distributed``.
+
+What lives here: the sweep over initialisation laws, heads, seeds and files (``sweeps``) and
+the NTK Gram accumulated over head blocks and tiles on the workers (``gram``, with the
+client helper ``dask_client``). Everything here needs the optional ``ntkcheck[dask]``
+dependencies except the serial sweep.
+
+May import: :mod:`ntkcheck.screening`, :mod:`ntkcheck.ntk`, :mod:`ntkcheck.io`,
+:mod:`ntkcheck.cgf` and the base modules.
+"""
+
+from __future__ import annotations
+
+from .gram import DistributedGram as DistributedGram
+from .gram import dask_client as dask_client
+from .gram import distributed_gram as distributed_gram
+from .sweeps import SweepResult as SweepResult
+from .sweeps import SweepRow as SweepRow
+from .sweeps import sweep as sweep
+from .sweeps import sweep_grid as sweep_grid
+
+__all__ = ["SweepRow", "SweepResult", "sweep", "sweep_grid", "distributed_gram", "DistributedGram",
+           "dask_client"]
