@@ -185,68 +185,8 @@ class ScreenReport:
         return self._bottom_parts()[2].removeprefix("Next: ")
 
     def _bottom_parts(self) -> tuple[str, str, str]:
-        g, cc = self.gram, self.crosscheck
-        n = len(self.samples)
-        data = (f"Data: {self.source}." if self.source else
-                f"Data: {n} samples, {g.atoms} distinct atoms in d = {g.dim}, screened with H = {g.heads} heads.")
-        if g.rank_deficient_by_size:
-            meaning = (f"Training: nothing can be said yet: with H d = {g.heads * g.dim} < M = {g.atoms} the "
-                       "Gram is singular by rank whatever the data.")
-            nxt = f"Next: rerun with at least {math.ceil(g.atoms / g.dim)} heads (the default draws 4 M / d)."
-            return data, meaning, nxt
-        if self.outcome == "disagrees":
-            meaning = ("Training: nothing can be concluded: the Gram and seed 003 Prop. 8 disagree on these data "
-                       "(the CGF verdict and the spectrum contradict each other), so neither can be trusted here.")
-            nxt = "Next: rerun with more heads or another seed; if it persists, report the data."
-            return data, meaning, nxt
-        if self.weak.independent:
-            how = (f"certified: {g.certified.how}" if g.certified_positive and g.certified else
-                   "positive in float64 only, not certified" if g.positive else f"not established ({g.status})")
-            meaning = (f"Training: the CGFs are certified weakly independent, so the NTK at FixUp is injective "
-                       f"(seed 003 Prop. 8); the Gram on these heads is positive ({how}), lambda_0 = "
-                       f"{self.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on the "
-                       "per-token loss decays at least at that rate.")
-            nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
-                   "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold)."
-                   if g.certified_positive else
-                   "Next: certify the Gram (certify=True, or the command line without --no-certify) before "
-                   "relying on its lambda_min; then certify the rate with `ntkcheck flow`."
-                   if g.positive else
-                   "Next: certify the Gram (certify=True, or the command line without --no-certify) or use more "
-                   "heads before relying on a rate.")
-            return data, meaning, nxt
-        if self.weak.dependent:
-            inv = list(self.involved)
-            st = self.structure
-            named = st.lines()[0] if (st is not None and st.lines()) else f"samples {inv} are dependent"
-            if cc.statement == "necessity":
-                k = g.kernel_observed
-                meaning = (f"Training: {named}; the dependency is certified and the samples share atoms, so the "
-                           f"NTK at FixUp has a kernel ({'observed dimension ' + str(k) if k is not None else 'seen'}"
-                           f", cross-check {cc.agreement}): gradient flow cannot move the residual along it near "
-                           "initialisation (a plateau), whatever the targets.")
-            else:
-                meaning = (f"Training: {named} (certified), but Prop. 8 predicts a kernel only when the supports "
-                           f"overlap ({cc.overlap}); the Gram is {g.status_text()}.")
-            comp = self.complement
-            rest = ""
-            if self.complement_indices:
-                seen = "not cross-checked" if comp is None else f"cross-check {comp.agreement}"
-                if comp is not None and comp.gram is not None:
-                    seen += f", Gram {comp.gram.status_text()}"
-                rest = f" Samples {list(self.complement_indices)} alone: {seen}."
-            if cc.statement != "necessity" and g.positive:
-                nxt = ("Next: the NTK is positive on these heads despite the dependency (the converse of Prop. 8 "
-                       "needs overlapping supports): training proceeds as in the independent case; certify the "
-                       f"rate with `ntkcheck flow`.{rest}")
-            else:
-                nxt = (f"Next: remove or change one of samples {inv} (a copy, translate or product of the others "
-                       f"adds no direction to the NTK) and rerun.{rest}")
-            return data, meaning, nxt
-        meaning = ("Training: not certified either way: the CGF decision is inconclusive; the Gram is "
-                   f"{g.status_text()} (what was seen, not a proof).")
-        nxt = "Next: call ntkcheck.decide on the samples with a larger time budget or precision, and inspect its trail."
-        return data, meaning, nxt
+        """The data, training and next-step sentences of :attr:`bottom_line`."""
+        return _bottom_sentences(self)
 
     @property
     def summary(self) -> str:
@@ -288,40 +228,157 @@ class ScreenReport:
         the samples, both verdicts in words, the dependence structure, the Gram and its
         certificate, the Prop. 8 cross-check, ``lambda_0``, ``extra`` lines (the command line adds
         its Thm. 8.5 block and the plot path), the notes, and the bottom line last."""
-        out = [title, ""] if title else []
-        out.append(f"{'sample':>6} {'tokens':>6} {'distinct':>8} {'max mult':>8} {'radius':>8} {'c_i':>6}  mean")
-        for s in self.samples:
-            out.append(f"{s.index:>6} {s.tokens:>6} {s.distinct:>8} {s.max_multiplicity:>8} {s.radius:>8.3f} "
-                       f"{s.coefficient[:6]:>6}  {vector_summary(s.mean)}")
-        out.append("")
-        for name, dec in (("weak", self.weak), ("strong", self.strong)):
-            cert = getattr(dec.certificate, "kind", "-")
-            out.append(f"{name + ' independence:':<22}{dec.verdict.value} (method {dec.method}, certificate {cert})")
-            out.append(f"{'':<22}{decision_sentence(dec)}")
-            if name == "strong" and dec.direction:
-                out.append(f"{'':<22}direction w = {exact_vector(dec.direction)}")
-        st = self.structure
-        if st is not None:
-            lines = st.lines()
-            out.append(f"{'dependence structure:':<22}{lines[0] if lines else 'none named'}")
-            out.extend(f"{'':<22}{line}" for line in lines[1:])
-            out.append(f"{'':<22}(dependency rank {st.rank}, {st.rank_linear_free} without linear part; "
-                       f"{'exact' if st.exact else 'a lower bound'}: {st.certificate})")
-        g = self.gram
-        out += ["", f"NTK Gram at FixUp:    M = {g.atoms} distinct atoms ({g.tokens} tokens), H = {g.heads} heads, "
-                f"d = {g.dim}", f"  heads drawn         {self.heads}", *g.report_lines()]
-        if self.crosscheck.kernel is not None:
-            out.append(f"  kernel dimension    {self.crosscheck.kernel.sentence()}")
-        out += ["", f"cross-check:          {self.crosscheck.agreement} -- {self.crosscheck.message}"]
-        if self.complement is not None:
-            out.append(f"  samples {exact_vector(self.complement_indices, head=8)} (outside the dependency): "
-                       f"{self.complement.agreement} -- {self.complement.message}")
-        out += ["", f"NTK lambda_0:         T lambda_min = {self.lambda_0:.4g}  (per-token loss, mean-field depth "
-                f"T = {self.depth_T:g}; the loss decays at 2 lambda_0 near FixUp)", f"  caveat: {self.rate_caveat}"]
-        out.extend(extra)
-        out.extend(f"  note: {n}" for n in (*self.notes, *g.notes))
-        out += ["", *self.bottom_line.splitlines()]
-        return fit(out, WIDTH)
+        return _report_table(self, title=title, extra=extra)
+
+
+# ----------------------------------------------------------------------------- the report's text
+
+
+def _bottom_sentences(report: ScreenReport) -> tuple[str, str, str]:
+    """The three sentences of :attr:`ScreenReport.bottom_line` (data, training, next step),
+    from the first case that applies: too few heads, disagreement, independent, dependent,
+    inconclusive."""
+    g = report.gram
+    n = len(report.samples)
+    data = (f"Data: {report.source}." if report.source else
+            f"Data: {n} samples, {g.atoms} distinct atoms in d = {g.dim}, screened with H = {g.heads} heads.")
+    if g.rank_deficient_by_size:
+        meaning = (f"Training: nothing can be said yet: with H d = {g.heads * g.dim} < M = {g.atoms} the "
+                   "Gram is singular by rank whatever the data.")
+        nxt = f"Next: rerun with at least {math.ceil(g.atoms / g.dim)} heads (the default draws 4 M / d)."
+        return data, meaning, nxt
+    if report.outcome == "disagrees":
+        meaning = ("Training: nothing can be concluded: the Gram and seed 003 Prop. 8 disagree on these data "
+                   "(the CGF verdict and the spectrum contradict each other), so neither can be trusted here.")
+        nxt = "Next: rerun with more heads or another seed; if it persists, report the data."
+        return data, meaning, nxt
+    if report.weak.independent:
+        return (data, *_independent_sentences(report))
+    if report.weak.dependent:
+        return (data, *_dependent_sentences(report))
+    meaning = ("Training: not certified either way: the CGF decision is inconclusive; the Gram is "
+               f"{g.status_text()} (what was seen, not a proof).")
+    nxt = "Next: call ntkcheck.decide on the samples with a larger time budget or precision, and inspect its trail."
+    return data, meaning, nxt
+
+
+def _independent_sentences(report: ScreenReport) -> tuple[str, str]:
+    """What a certified weakly independent verdict means for training, and what to do next
+    (train, or certify the Gram first: how far to trust its ``lambda_min``)."""
+    g = report.gram
+    how = (f"certified: {g.certified.how}" if g.certified_positive and g.certified else
+           "positive in float64 only, not certified" if g.positive else f"not established ({g.status})")
+    meaning = (f"Training: the CGFs are certified weakly independent, so the NTK at FixUp is injective "
+               f"(seed 003 Prop. 8); the Gram on these heads is positive ({how}), lambda_0 = "
+               f"{report.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on the "
+               "per-token loss decays at least at that rate.")
+    nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
+           "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold)."
+           if g.certified_positive else
+           "Next: certify the Gram (certify=True, or the command line without --no-certify) before "
+           "relying on its lambda_min; then certify the rate with `ntkcheck flow`."
+           if g.positive else
+           "Next: certify the Gram (certify=True, or the command line without --no-certify) or use more "
+           "heads before relying on a rate.")
+    return meaning, nxt
+
+
+def _dependent_sentences(report: ScreenReport) -> tuple[str, str]:
+    """What a certified dependency means for training (a kernel only when the supports
+    overlap), and what to do next, with the samples outside the dependency."""
+    g, cc = report.gram, report.crosscheck
+    inv = list(report.involved)
+    st = report.structure
+    named = st.lines()[0] if (st is not None and st.lines()) else f"samples {inv} are dependent"
+    if cc.statement == "necessity":
+        k = g.kernel_observed
+        meaning = (f"Training: {named}; the dependency is certified and the samples share atoms, so the "
+                   f"NTK at FixUp has a kernel ({'observed dimension ' + str(k) if k is not None else 'seen'}"
+                   f", cross-check {cc.agreement}): gradient flow cannot move the residual along it near "
+                   "initialisation (a plateau), whatever the targets.")
+    else:
+        meaning = (f"Training: {named} (certified), but Prop. 8 predicts a kernel only when the supports "
+                   f"overlap ({cc.overlap}); the Gram is {g.status_text()}.")
+    comp = report.complement
+    rest = ""
+    if report.complement_indices:
+        seen = "not cross-checked" if comp is None else f"cross-check {comp.agreement}"
+        if comp is not None and comp.gram is not None:
+            seen += f", Gram {comp.gram.status_text()}"
+        rest = f" Samples {list(report.complement_indices)} alone: {seen}."
+    if cc.statement != "necessity" and g.positive:
+        nxt = ("Next: the NTK is positive on these heads despite the dependency (the converse of Prop. 8 "
+               "needs overlapping supports): training proceeds as in the independent case; certify the "
+               f"rate with `ntkcheck flow`.{rest}")
+    else:
+        nxt = (f"Next: remove or change one of samples {inv} (a copy, translate or product of the others "
+               f"adds no direction to the NTK) and rerun.{rest}")
+    return meaning, nxt
+
+
+def _report_table(report: ScreenReport, *, title: str | None, extra: tuple[str, ...]) -> str:
+    """:meth:`ScreenReport.table`: its sections in order, then ``extra``, the notes and the
+    bottom line, fitted to :data:`~ntkcheck._text.WIDTH` columns."""
+    out = [title, ""] if title else []
+    out += _sample_lines(report.samples)
+    out.append("")
+    out += _verdict_lines(report)
+    out += ["", *_gram_lines(report)]
+    out += ["", *_crosscheck_lines(report)]
+    out += ["", f"NTK lambda_0:         T lambda_min = {report.lambda_0:.4g}  (per-token loss, mean-field depth "
+            f"T = {report.depth_T:g}; the loss decays at 2 lambda_0 near FixUp)", f"  caveat: {report.rate_caveat}"]
+    out.extend(extra)
+    out.extend(f"  note: {n}" for n in (*report.notes, *report.gram.notes))
+    out += ["", *report.bottom_line.splitlines()]
+    return fit(out, WIDTH)
+
+
+def _sample_lines(samples: tuple[SampleSummary, ...]) -> list[str]:
+    """The per-sample table: a header, then one row per sample."""
+    out = [f"{'sample':>6} {'tokens':>6} {'distinct':>8} {'max mult':>8} {'radius':>8} {'c_i':>6}  mean"]
+    for s in samples:
+        out.append(f"{s.index:>6} {s.tokens:>6} {s.distinct:>8} {s.max_multiplicity:>8} {s.radius:>8.3f} "
+                   f"{s.coefficient[:6]:>6}  {vector_summary(s.mean)}")
+    return out
+
+
+def _verdict_lines(report: ScreenReport) -> list[str]:
+    """Both verdicts in words (the strong one with its direction), then the dependence structure."""
+    out = []
+    for name, dec in (("weak", report.weak), ("strong", report.strong)):
+        cert = getattr(dec.certificate, "kind", "-")
+        out.append(f"{name + ' independence:':<22}{dec.verdict.value} (method {dec.method}, certificate {cert})")
+        out.append(f"{'':<22}{decision_sentence(dec)}")
+        if name == "strong" and dec.direction:
+            out.append(f"{'':<22}direction w = {exact_vector(dec.direction)}")
+    st = report.structure
+    if st is not None:
+        lines = st.lines()
+        out.append(f"{'dependence structure:':<22}{lines[0] if lines else 'none named'}")
+        out.extend(f"{'':<22}{line}" for line in lines[1:])
+        out.append(f"{'':<22}(dependency rank {st.rank}, {st.rank_linear_free} without linear part; "
+                   f"{'exact' if st.exact else 'a lower bound'}: {st.certificate})")
+    return out
+
+
+def _gram_lines(report: ScreenReport) -> list[str]:
+    """The Gram at FixUp: its size, the heads, its spectrum and certificate, the kernel dimension."""
+    g = report.gram
+    out = [f"NTK Gram at FixUp:    M = {g.atoms} distinct atoms ({g.tokens} tokens), H = {g.heads} heads, "
+           f"d = {g.dim}", f"  heads drawn         {report.heads}", *g.report_lines()]
+    if report.crosscheck.kernel is not None:
+        out.append(f"  kernel dimension    {report.crosscheck.kernel.sentence()}")
+    return out
+
+
+def _crosscheck_lines(report: ScreenReport) -> list[str]:
+    """The Prop. 8 cross-check, then its repetition on the samples outside the dependency."""
+    cc = report.crosscheck
+    out = [f"cross-check:          {cc.agreement} -- {cc.message}"]
+    if report.complement is not None:
+        out.append(f"  samples {exact_vector(report.complement_indices, head=8)} (outside the dependency): "
+                   f"{report.complement.agreement} -- {report.complement.message}")
+    return out
 
 
 def _paragraphs(*parts: str, width: int = 100) -> str:

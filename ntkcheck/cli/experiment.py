@@ -70,8 +70,8 @@ def _list() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..limits.rates import run_experiment
     from ..errors import NtkcheckError
+    from ..limits.rates import run_experiment
 
     if args.list:
         return _list()

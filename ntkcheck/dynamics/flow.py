@@ -43,7 +43,7 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..errors import DomainError, InputError
-from . import _attention
+from . import _attention, _integrate
 from ._integrate import FlowStatus
 from .model import (
     AttentionParams,
@@ -192,6 +192,251 @@ def _ntk_record_indices(track_ntk: bool | int, n_records: int) -> list[int]:
     return sorted(set(np.round(np.linspace(0, n_records - 1, min(k, n_records))).astype(int).tolist()))
 
 
+def _check_flow_options(time_end: float, n_records: int, record_spacing: str, step: float | None,
+                        loss_target: float | None, time_budget: float | None) -> None:
+    """Refuse run options of :func:`gradient_flow` (the model arguments are ``_prepare``'s)."""
+    if not (np.isfinite(time_end) and time_end > 0):
+        raise DomainError(f"time_end must be finite and > 0, got {time_end!r}")
+    if n_records < 2:
+        raise DomainError(f"n_records must be >= 2, got {n_records}")
+    if step is not None and not (np.isfinite(step) and step > 0):
+        raise DomainError(f"step must be finite and > 0, got {step!r}")
+    if loss_target is not None and not (np.isfinite(loss_target) and loss_target >= 0):
+        raise DomainError(f"loss_target must be finite and >= 0, got {loss_target!r}")
+    if time_budget is not None and not (np.isfinite(time_budget) and time_budget > 0):
+        raise DomainError(f"time_budget must be finite and > 0 seconds, got {time_budget!r}")
+    if record_spacing not in ("linear", "log"):
+        raise InputError(f"record_spacing: expected 'linear' or 'log', got {record_spacing!r}")
+
+
+def _record_times(time_end: float, n_records: int, record_spacing: str) -> np.ndarray:
+    """The ``n_records`` flow times of the records, ``0`` first and ``time_end`` last.
+
+    ``"log"`` spaces them from ``1e-3 time_end`` on, so that the fast early decay gets as
+    many records as the slow tail.
+    """
+    if record_spacing == "log":
+        return np.concatenate([[0.0], np.geomspace(time_end * 1e-3, time_end, n_records - 1)])
+    return np.linspace(0.0, time_end, n_records)
+
+
+@dataclass(frozen=True, eq=False)
+class _FlowProblem:
+    r"""What every step of one run needs: the model on the atoms, its targets, its mobility.
+
+    Attributes
+    ----------
+    batch : the samples as atoms with masses
+    params : the initial parameters; states are flat vectors read through ``params.unflat``
+    Y : the targets on the atoms
+    floor : the part of the loss no parameter can change (``FlowResult.loss_floor``)
+    layers, T : depth and horizon, as ``int`` and ``float``
+    loss : ``"tokens"`` or ``"readout"``
+    m : the mobility in :math:`d\theta/ds = -m\,\nabla\mathcal L`
+    p0 : ``params.flat()``: where the run starts and displacements are measured from
+    """
+
+    batch: _attention._Batch
+    params: AttentionParams
+    Y: np.ndarray
+    floor: float
+    layers: int
+    T: float
+    loss: LossKind
+    m: float
+    p0: np.ndarray
+
+    @classmethod
+    def set_up(cls, batch: _attention._Batch, params: AttentionParams, targets: Any, layers: int, T: float,
+               loss: LossKind) -> _FlowProblem:
+        """The problem of :func:`gradient_flow` from its validated arguments."""
+        Y, floor = _attention._targets_array(batch, targets, loss)
+        layers, T = int(layers), float(T)
+        return cls(batch, params, Y, floor, layers, T, loss, _mobility(params, layers, T), params.flat())
+
+    def field(self, vec: np.ndarray) -> tuple[float, np.ndarray]:
+        r"""The loss (without ``floor``) and :math:`-m\,\nabla\mathcal L` at the flat parameters ``vec``."""
+        val, g = _loss_grad(self.batch, self.params.unflat(vec), self.Y, self.layers, self.T, self.loss)
+        return val, -self.m * g.flat()
+
+    def relinearise(self, vec: np.ndarray) -> _attention._Linear | None:
+        """The linear part at ``vec``, or ``None`` for the exponential integrator to keep its own."""
+        try:
+            return _attention.linear_part(self.batch, self.params.unflat(vec), self.layers, self.T, self.loss)
+        except DomainError:  # the dense Jacobian is over the memory budget
+            return None
+
+
+def _initial_linear_part(problem: _FlowProblem, method: str, notes: list[str]) -> _attention._Linear | None:
+    """The linear part at the initial parameters if ``method`` asks for the exponential integrator.
+
+    ``"auto"`` takes ``None`` (RK45, said in ``notes``) when the dense Jacobian is over the
+    memory budget; ``"exponential"`` was asked for explicitly, so it raises instead.
+    """
+    if method not in ("auto", "exponential"):
+        return None
+    try:
+        return _attention.linear_part(problem.batch, problem.params, problem.layers, problem.T, problem.loss)
+    except DomainError as exc:
+        if method == "exponential":
+            raise
+        notes.append(f"RK45 instead of the exponential integrator ({exc})")
+        return None
+
+
+def _integrate_flow(problem: _FlowProblem, time_end: float, rec: _integrate._Recorder, *, method: str,
+                    step: float | None, rtol: float, atol: float, notes: list[str]) -> _integrate._Run:
+    """One run from ``p0`` to ``time_end`` (or until ``rec`` stops it) by the integrator the options pick."""
+    if step is not None:
+        return _integrate.descent(problem.field, problem.p0, time_end, rec, step=step)
+    lin = _initial_linear_part(problem, method, notes)
+    if lin is not None:
+        return _integrate.exponential(problem.field, problem.p0, time_end, lin, rec, rtol=rtol, atol=atol,
+                                      relinearise=problem.relinearise)
+    return _integrate.ode_solver(problem.field, problem.p0, time_end, rec,
+                                 method="RK45" if method == "auto" else method, rtol=rtol, atol=atol)
+
+
+def _integrate_with_progress(
+    problem: _FlowProblem,
+    s_rec: np.ndarray,
+    time_end: float,
+    *,
+    method: str,
+    step: float | None,
+    rtol: float,
+    atol: float,
+    loss_target: float | None,
+    time_budget: float | None,
+    progress: bool | None,
+    notes: list[str],
+) -> tuple[_integrate._Run, _integrate._Recorder]:
+    """Integrate the flow under a progress bar, storing the states at the record times.
+
+    Parameters
+    ----------
+    problem : the run's model, targets and mobility
+    s_rec : flow times of the records (:func:`_record_times`)
+    time_end, method, step, rtol, atol, loss_target, time_budget, progress : as in
+        :func:`gradient_flow`
+    notes : remarks for ``FlowResult.message`` are appended to it
+
+    Returns
+    -------
+    run : the stored states and why the run stopped
+    rec : its recorder, whose wall clock keeps running for the NTK records
+    """
+    bar = _progress(time_end, progress, "gradient flow")
+
+    def show(s: float, val: float) -> None:
+        bar.update(min(s, time_end) - bar.n)
+        bar.set_postfix_str(f"loss={val + problem.floor:.3e}", refresh=False)
+
+    # the integrators see the loss without its floor, so the target is shifted alike
+    target = None if loss_target is None else loss_target - problem.floor
+    rec = _integrate._Recorder(s_rec, time_budget, target, show)
+    try:
+        run = _integrate_flow(problem, time_end, rec, method=method, step=step, rtol=rtol, atol=atol, notes=notes)
+    finally:
+        bar.close()
+    return run, rec
+
+
+@dataclass(frozen=True)
+class _Records:
+    """What is evaluated at the stored states after the run (``FlowResult`` fields of these names).
+
+    ``ntk_note`` says from which record on NTK eigenvalues are missing, and why ("" if none is).
+    """
+
+    loss: tuple[float, ...]
+    lambda_min: tuple[float, ...]
+    lambda_max: tuple[float, ...]
+    displacement: tuple[float, ...]
+    outputs: tuple[np.ndarray, ...]
+    ntk_note: str
+
+
+def _ntk_extremes(problem: _FlowProblem, pr: AttentionParams, cache: Any, rec: _integrate._Recorder,
+                  time_budget: float | None, ntk_bar: Any) -> tuple[float, float, str]:
+    """``lambda_min`` and ``lambda_max`` of the NTK at one record, or ``nan`` and why not.
+
+    Once the wall-clock budget is spent no dense NTK is started; the FixUp one comes from the
+    features (no dense Jacobian) and is still computed.
+    """
+    lo = hi = float("nan")
+    cheap = _attention._is_fixup(pr)
+    if not cheap and time_budget is not None and rec.wall() >= time_budget:
+        return lo, hi, "the wall-clock budget was spent"
+    why = ""
+    try:
+        ev = _ntk_eigenvalues(problem.batch, pr, problem.layers, problem.T, problem.loss, cache)
+        lo, hi = float(ev[0]), float(ev[-1])
+    except DomainError as exc:
+        why = str(exc)
+    if ntk_bar is not None and not cheap:
+        ntk_bar.update(1)
+    return lo, hi, why
+
+
+def _evaluate_records(problem: _FlowProblem, run: _integrate._Run, rec: _integrate._Recorder, *,
+                      track_ntk: bool | int, time_budget: float | None, progress: bool | None) -> _Records:
+    """Loss, displacement, outputs and the tracked NTK extremes at every stored state of ``run``.
+
+    The NTK is given up at the first record where it cannot be computed (memory or wall-clock
+    budget): trying again at every later record would only spend more. Those records get ``nan``.
+    """
+    ntk_at = set(_ntk_record_indices(track_ntk, len(run.states)))
+    dense = [r for r in ntk_at if not _attention._is_fixup(problem.params.unflat(run.states[r]))]
+    ntk_bar = _progress(len(dense), progress, "NTK records") if dense else None
+    losses, lmins, lmaxs, disps, outputs = [], [], [], [], []
+    skipped, skipped_at = "", float("nan")
+    for r, vec in enumerate(run.states):
+        pr = problem.params.unflat(vec)
+        want = r in ntk_at and not skipped
+        XT, cache = _forward(problem.batch, pr, problem.layers, problem.T, keep=want)
+        z = _outputs(problem.batch, XT, problem.loss)
+        val, _ = _loss_value(problem.batch, z, problem.Y, problem.loss)
+        losses.append(val + problem.floor)
+        disps.append(_displacement(problem.params, problem.p0, vec, problem.layers, problem.T))
+        if track_ntk:
+            lo = hi = float("nan")
+            if want:
+                lo, hi, why = _ntk_extremes(problem, pr, cache, rec, time_budget, ntk_bar)
+                if why:
+                    skipped, skipped_at = why, run.s[r]
+            lmins.append(lo)
+            lmaxs.append(hi)
+        outputs.append(z)
+    if ntk_bar is not None:
+        ntk_bar.close()
+    note = f"NTK eigenvalues not recorded from s={skipped_at:.4g} on: {skipped}" if skipped else ""
+    return _Records(tuple(losses), tuple(lmins), tuple(lmaxs), tuple(disps), tuple(outputs), note)
+
+
+def _stop_message(run: _integrate._Run, notes: list[str]) -> str:
+    """Why the run stopped (``run.status``, set by the integrator) and at what cost, then the notes."""
+    message = f"{run.status}: {run.steps} steps, {run.nfev} gradients"
+    if run.rejected:
+        message += f" ({run.rejected} steps rejected)"
+    return "; ".join([message] + notes)
+
+
+def _assemble_result(problem: _FlowProblem, run: _integrate._Run, records: _Records, notes: list[str],
+                     time_end: float) -> FlowResult:
+    """The :class:`FlowResult` of a run; ``notes`` are the integration's remarks."""
+    notes = list(notes)
+    if records.ntk_note:
+        notes.append(records.ntk_note)
+    if problem.floor > 0:
+        notes.append(f"copies of a token have different targets: loss >= {problem.floor:.4g} (loss_floor)")
+    return FlowResult(
+        run.s, records.loss, records.lambda_min, records.lambda_max, records.displacement, run.walls, run.method,
+        run.nfev, _stop_message(run, notes), problem.params.unflat(run.states[-1]), records.outputs, run.status,
+        float(problem.floor), float(time_end),
+    )
+
+
 def gradient_flow(
     samples: Any,
     params: AttentionParams,
@@ -242,109 +487,15 @@ def gradient_flow(
 
     References: ``theory/local-convergence.md``; seed 002 eq. 13 with beta = 0; seed 003 Thm. 4.
     """
-    from . import _integrate
-
     _check_loss(loss)
     batch = _prepare(samples, params, layers, T)
-    if not (np.isfinite(time_end) and time_end > 0):
-        raise DomainError(f"time_end must be finite and > 0, got {time_end!r}")
-    if n_records < 2:
-        raise DomainError(f"n_records must be >= 2, got {n_records}")
-    if step is not None and not (np.isfinite(step) and step > 0):
-        raise DomainError(f"step must be finite and > 0, got {step!r}")
-    if loss_target is not None and not (np.isfinite(loss_target) and loss_target >= 0):
-        raise DomainError(f"loss_target must be finite and >= 0, got {loss_target!r}")
-    if time_budget is not None and not (np.isfinite(time_budget) and time_budget > 0):
-        raise DomainError(f"time_budget must be finite and > 0 seconds, got {time_budget!r}")
-    if record_spacing not in ("linear", "log"):
-        raise InputError(f"record_spacing: expected 'linear' or 'log', got {record_spacing!r}")
-    Y, floor = _attention._targets_array(batch, targets, loss)
-    layers, T = int(layers), float(T)
-    m = _mobility(params, layers, T)
-    p0 = params.flat()
-    if record_spacing == "log":
-        s_rec = np.concatenate([[0.0], np.geomspace(time_end * 1e-3, time_end, n_records - 1)])
-    else:
-        s_rec = np.linspace(0.0, time_end, n_records)
-    bar = _progress(time_end, progress, "gradient flow")
-
-    def field_(vec: np.ndarray) -> tuple[float, np.ndarray]:
-        val, g = _loss_grad(batch, params.unflat(vec), Y, layers, T, loss)
-        return val, -m * g.flat()
-
-    def show(s: float, val: float) -> None:
-        bar.update(min(s, time_end) - bar.n)
-        bar.set_postfix_str(f"loss={val + floor:.3e}", refresh=False)
-
+    _check_flow_options(time_end, n_records, record_spacing, step, loss_target, time_budget)
+    problem = _FlowProblem.set_up(batch, params, targets, layers, T, loss)
+    s_rec = _record_times(time_end, n_records, record_spacing)
     notes: list[str] = []
-    rec = _integrate._Recorder(s_rec, time_budget, None if loss_target is None else loss_target - floor, show)
-    try:
-        if step is not None:
-            run = _integrate.descent(field_, p0, time_end, rec, step=step)
-        else:
-            lin = None
-            if method in ("auto", "exponential"):
-                try:
-                    lin = _attention.linear_part(batch, params, layers, T, loss)
-                except DomainError as exc:
-                    if method == "exponential":
-                        raise
-                    notes.append(f"RK45 instead of the exponential integrator ({exc})")
-            if lin is not None:
-                def relinearise(vec: np.ndarray) -> _attention._Linear | None:
-                    try:
-                        return _attention.linear_part(batch, params.unflat(vec), layers, T, loss)
-                    except DomainError:  # the dense Jacobian is over the memory budget
-                        return None
-
-                run = _integrate.exponential(field_, p0, time_end, lin, rec, rtol=rtol, atol=atol,
-                                             relinearise=relinearise)
-            else:
-                run = _integrate.ode_solver(field_, p0, time_end, rec, method="RK45" if method == "auto" else method,
-                                            rtol=rtol, atol=atol)
-    finally:
-        bar.close()
-
-    ntk_at = set(_ntk_record_indices(track_ntk, len(run.states)))
-    dense = [r for r in ntk_at if not _attention._is_fixup(params.unflat(run.states[r]))]
-    ntk_bar = _progress(len(dense), progress, "NTK records") if dense else None
-    losses, lmins, lmaxs, disps, outputs = [], [], [], [], []
-    skipped, skipped_at = "", float("nan")
-    for r, vec in enumerate(run.states):
-        pr = params.unflat(vec)
-        want = r in ntk_at and not skipped
-        XT, cache = _forward(batch, pr, layers, T, keep=want)
-        z = _outputs(batch, XT, loss)
-        val, _ = _loss_value(batch, z, Y, loss)
-        losses.append(val + floor)
-        disps.append(_displacement(params, p0, vec, layers, T))
-        if track_ntk:
-            lo = hi = float("nan")
-            cheap = _attention._is_fixup(pr)  # from the features: no dense Jacobian
-            if want and not cheap and time_budget is not None and rec.wall() >= time_budget:
-                skipped, skipped_at = "the wall-clock budget was spent", run.s[r]
-            elif want:
-                try:
-                    ev = _ntk_eigenvalues(batch, pr, layers, T, loss, cache)
-                    lo, hi = float(ev[0]), float(ev[-1])
-                except DomainError as exc:
-                    skipped, skipped_at = str(exc), run.s[r]
-                if ntk_bar is not None and not cheap:
-                    ntk_bar.update(1)
-            lmins.append(lo)
-            lmaxs.append(hi)
-        outputs.append(z)
-    if ntk_bar is not None:
-        ntk_bar.close()
-    if skipped:
-        notes.append(f"NTK eigenvalues not recorded from s={skipped_at:.4g} on: {skipped}")
-    message = f"{run.status}: {run.steps} steps, {run.nfev} gradients"
-    if run.rejected:
-        message += f" ({run.rejected} steps rejected)"
-    if floor > 0:
-        notes.append(f"copies of a token have different targets: loss >= {floor:.4g} (loss_floor)")
-    message = "; ".join([message] + notes)
-    return FlowResult(
-        run.s, tuple(losses), tuple(lmins), tuple(lmaxs), tuple(disps), run.walls, run.method, run.nfev, message,
-        params.unflat(run.states[-1]), tuple(outputs), run.status, float(floor), float(time_end),
+    run, rec = _integrate_with_progress(
+        problem, s_rec, time_end, method=method, step=step, rtol=rtol, atol=atol,
+        loss_target=loss_target, time_budget=time_budget, progress=progress, notes=notes,
     )
+    records = _evaluate_records(problem, run, rec, track_ntk=track_ntk, time_budget=time_budget, progress=progress)
+    return _assemble_result(problem, run, records, notes, time_end)

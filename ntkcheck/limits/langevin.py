@@ -59,7 +59,7 @@ from ._langevin_model import (
     interpolation_risks,
     zero_temperature_minimum,
 )
-from .rates import LimitExperiment, fit_rate
+from .rates import LimitExperiment, RateFit, fit_rate
 
 __all__ = ["SIZES", "LangevinProblem", "GibbsState", "ZeroTemperature", "LangevinPath", "Convexity",
            "default_problem", "attention", "head_features", "head_features_vjp", "interpolation_risks",
@@ -296,11 +296,205 @@ def _inits(problem: LangevinProblem, m: int, rng: np.random.Generator) -> np.nda
     return np.stack([rng.normal(0.0, 0.3, (m, 3, d, d)), rng.normal(1.5, 0.5, (m, 3, d, d))])
 
 
-def _stationary(path: LangevinPath, burn_in: float) -> dict[str, np.ndarray]:
-    """Time averages over ``s >= burn_in`` of each run's observables."""
-    k = path.times >= burn_in
-    return {"mean_output": path.mean_output[:, k, 0].mean(axis=1), "second_moment": path.second_moment[:, k].mean(axis=1),
-            "risk_lambda": path.risk_lambda[:, k].mean(axis=1)}
+def _validate_experiment(problem: LangevinProblem, seeds: int, betas: tuple[float, ...], beta_fit: float) -> None:
+    """Refuse what the references cannot check: ``d != 1``, another loss, under 2 seeds (no
+    standard error), under 3 temperatures or ``beta_fit`` not among them."""
+    if problem.d != 1 or problem.loss != "square":
+        raise DomainError("langevin_experiment: the references are for d = 1 and the square loss")
+    if seeds < 2:
+        raise InputError(f"langevin_experiment: need at least 2 seeds, got {seeds}")
+    if beta_fit not in betas or len(betas) < 3:
+        raise InputError(f"langevin_experiment: need >= 3 temperatures including beta_fit, got {betas}, {beta_fit}")
+
+
+def _coupled_runs(problem: LangevinProblem, *, particles: int, step: float, horizon: float,
+                  betas: tuple[float, ...], seeds: int, seed: int,
+                  progress: bool | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """One batch per (seed, beta): two runs from the two initial laws (:func:`_inits`), sharing
+    their Brownian increments, to ``horizon``, recorded every ~0.05 time units.
+
+    Returns
+    -------
+    times : ndarray, shape (T,)
+    observables : dict str -> ndarray
+        ``mean_output`` (B, 2, T, d), ``second_moment`` and ``risk_lambda`` (B, 2, T), ``coupling``
+        (B, T), with ``B = seeds * len(betas)``: batch ``i * len(betas) + j`` is seed ``i`` at ``betas[j]``.
+    """
+    steps = int(round(horizon / step))
+    rec = max(1, int(round(0.05 / step)))
+    nb = len(betas)
+    inits = np.stack([_inits(problem, particles, np.random.default_rng([8, 3, int(seed) + i, j]))
+                      for i in range(seeds) for j in range(nb)])
+    bvec = np.tile(np.asarray(betas, dtype=float), seeds)
+    chunks = max(1, -(-seeds * nb * 2 * particles // 8192))  # about 8k heads per simulate call
+    paths = []
+    bar = progress_bar(seeds * nb * horizon, desc="langevin", unit="time", enabled=progress, fractional=True)
+    try:
+        for c in np.array_split(np.arange(seeds * nb), chunks):
+            rng = np.random.default_rng([8, 4, int(seed), int(c[0])])
+            paths.append(simulate(problem, inits[c], beta=bvec[c], step=step, steps=steps, rng=rng, record_every=rec))
+            bar.update(len(c) * horizon)
+    finally:
+        bar.close()
+    times = paths[0].times
+    cat = {k: np.concatenate([getattr(p, k) for p in paths]) for k in ("mean_output", "second_moment", "risk_lambda",
+                                                                       "coupling")}
+    return times, cat
+
+
+def _stationary_averages(obs: dict[str, np.ndarray], times: np.ndarray, betas: tuple[float, ...],
+                         burn_in: float) -> dict[float, dict[str, np.ndarray]]:
+    """Time averages over ``s >= burn_in`` of each run, by temperature: for each observable an
+    array of shape (seeds, 2) (the two initial laws)."""
+    nb = len(betas)
+    late = times >= burn_in
+    return {b: {"mean_output": obs["mean_output"][j::nb][:, :, late, 0].mean(axis=2),
+                "second_moment": obs["second_moment"][j::nb][:, :, late].mean(axis=2),
+                "risk_lambda": obs["risk_lambda"][j::nb][:, :, late].mean(axis=2)} for j, b in enumerate(betas)}
+
+
+def _contraction(obs: dict[str, np.ndarray], times: np.ndarray, betas: tuple[float, ...], beta_fit: float,
+                 fit_t: np.ndarray) -> tuple[np.ndarray, dict[float, float]]:
+    """The coupling distance of every seed at ``beta_fit`` on the fit times (seeds, points), and
+    the contraction rate at every temperature (mean over seeds of the semilog slopes)."""
+    nb = len(betas)
+    jf = list(betas).index(beta_fit)
+    coupling = np.stack([np.interp(fit_t, times, row) for row in obs["coupling"][jf::nb]])
+    u = fit_t - fit_t.mean()
+    rates = {b: float(np.mean([-(u @ np.log(np.interp(fit_t, times, row))) / (u @ u)
+                               for row in obs["coupling"][j::nb]])) for j, b in enumerate(betas)}
+    return coupling, rates
+
+
+def _curves(obs: dict[str, np.ndarray], times: np.ndarray, betas: tuple[float, ...],
+            beta_fit: float) -> dict[str, Any]:
+    """The figure's curves: the first seed's runs at ``beta_fit``."""
+    jf = list(betas).index(beta_fit)
+    return {"times": times.tolist(), "coupling": obs["coupling"][jf].tolist(),
+            "mean_output": obs["mean_output"][jf][:, :, 0].tolist(),
+            "second_moment": obs["second_moment"][jf].tolist(), "risk_lambda": obs["risk_lambda"][jf].tolist()}
+
+
+def _stationary_excess(stat: dict[float, dict[str, np.ndarray]], betas: tuple[float, ...],
+                       zero: ZeroTemperature) -> tuple[np.ndarray, np.ndarray]:
+    r"""The temperatures by increasing :math:`1/\beta`, and the stationary excess
+    :math:`\mathcal L_\lambda(\rho^m_\infty) - \min\mathcal L_\lambda` of every (seed, temperature)."""
+    order = np.argsort(betas)[::-1]  # increasing 1/beta
+    bs = np.asarray(betas, dtype=float)[order]
+    excess = np.stack([stat[b]["risk_lambda"].mean(axis=1) for b in bs], axis=1) - zero.value
+    return bs, excess
+
+
+def _fit_rates(fit_t: np.ndarray, coupling: np.ndarray, bs: np.ndarray, excess: np.ndarray,
+               zero: ZeroTemperature) -> tuple[RateFit, RateFit]:
+    """Fit 1: the coupling distance against ``s`` (semilog); fit 2: the stationary excess against
+    ``1/beta`` (log-log), beside the Laplace rate."""
+    fit_conv = fit_rate(fit_t, coupling, variable="s", scale="semilog", theorem_rate=None,
+                        quantity="coupling bound on W2(rho^A_s, rho^B_s)",
+                        theorem="exp(-2 beta lambda_LSI s) (eq. 28; lambda_LSI not computed)")
+    fit_beta = fit_rate(1.0 / bs, np.maximum(excess, 1e-300), variable="1/beta", scale="loglog",
+                        theorem_rate=lambda x: 1.0 / x, reference_error=max(abs(zero.gap), 1e-12), slack=BETA_SLACK,
+                        quantity="L_lambda(stationary) - min L_lambda",
+                        theorem="-> 0 (no rate stated; Laplace: (p/2) beta)")
+    return fit_conv, fit_beta
+
+
+def _stationary_check(problem: LangevinProblem, refs: dict[float, GibbsState],
+                      stat: dict[float, dict[str, np.ndarray]], *, betas: tuple[float, ...], step: float,
+                      particles: int, seeds: int, tq: float) -> tuple[float, list[dict[str, Any]]]:
+    """Each initialisation on its own against the Gibbs fixed point: mean over seeds, Student-t
+    99 % interval (``tq`` its quantile at ``seeds - 1`` degrees of freedom) plus the
+    discretisation allowance.
+
+    Returns
+    -------
+    worst : float
+        The largest ``|measured - Gibbs| / (t_99 SE + allowance)`` (the check holds at ``<= 1``).
+    rows : list of dict
+        One per (temperature, observable, initialisation).
+    """
+    worst, rows = 0.0, []
+    for b in betas:
+        ref = refs[b]
+        for k, rv in (("mean_output", ref.mean_output), ("second_moment", ref.second_moment),
+                      ("risk_lambda", ref.risk_lambda)):
+            # Euler-Maruyama bias of the OU part (lambda h / 2 relative on the fluctuation
+            # p beta / lambda), doubled; O(1/m) finite-head bias; quadrature error
+            allow = step * problem.p * b * max(1.0, problem.lam) + 2.0 * (1.0 + abs(rv)) / particles + ref.error
+            for r, init in enumerate(("A", "B")):
+                per_seed = stat[b][k][:, r]
+                se = float(per_seed.std(ddof=1) / math.sqrt(seeds))
+                dev = abs(float(per_seed.mean()) - rv)
+                ratio = dev / (tq * se + allow)
+                worst = max(worst, ratio)
+                rows.append({"beta": b, "observable": k, "init": init, "measured": float(per_seed.mean()), "se": se,
+                             "gibbs": rv, "allowance": allow, "ratio": ratio})
+    return worst, rows
+
+
+def _convexity_pairs(problem: LangevinProblem, pairs: int, seed: int) -> list[Convexity]:
+    """Prop. 8.2 on ``pairs`` random pairs of head measures, alternating the square loss of
+    ``problem`` and a log-cosh loss with shifted targets (convexity must not hinge on the square)."""
+    rng = np.random.default_rng([8, 2, int(seed)])
+    return [convexity_along_interpolation(problem if j % 2 == 0 else LangevinProblem(
+        problem.tokens, problem.targets + rng.normal(0, 3, problem.targets.shape), problem.lam, "logcosh"),
+        *_random_pair(problem, rng)[:2]) for j in range(int(pairs))]
+
+
+def _checks(conv: list[Convexity], worst: float, zero: ZeroTemperature) -> dict[str, bool]:
+    """The experiment's direct checks, by the statement each tests."""
+    return {
+        "Prop. 8.2: risk convex along (1-s) rho_0 + s rho_1 (random pairs, square and log-cosh loss)":
+            all(c.convex for c in conv),
+        "Prop. 8.2: square-loss risk is the parabola through s = 0, 1/2, 1 (affine readout)":
+            all(c.quadratic for c in conv),
+        "Thm. 8.3: stationary observables of both initialisations = Gibbs fixed point (every beta)": worst <= 1.0,
+        "beta -> 0: the minimum of L_lambda is certified (first-order condition)": zero.certified,
+    }
+
+
+def _notes(problem: LangevinProblem, *, beta_fit: float, b_fit: GibbsState, zero: ZeroTemperature, worst: float,
+           rates: dict[float, float], bs: np.ndarray, excess: np.ndarray) -> tuple[str, ...]:
+    """What the reader should know: the temperature convention, eq. 28's missing factors, the
+    stationary margin, the references at ``beta_fit``, the rates and the Laplace ratio by temperature."""
+    return (
+        "seed 002 convention: beta is the temperature (noise sqrt(2 beta) dW, F = L_lambda + beta Ent); beta -> 0 "
+        "is zero temperature, where the Gibbs state tends to a minimiser of L_lambda",
+        "eq. 28's rate exp(-2 beta lambda_LSI s) is right for lambda_LSI the LSI constant of the Gibbs measure; "
+        "the proof's chain (dF/ds = -I, I >= 2 lambda_LSI (F - F*)) drops beta^2 in the dissipation and 1/beta in "
+        "the entropy sandwich and would give exp(-2 lambda_LSI s) (theory/limits-langevin.md)",
+        f"stationary check: worst |measured - Gibbs| / (t_99 SE + allowance) = {worst:.2f} (must be <= 1)",
+        f"Gibbs state at beta = {beta_fit:g}: mean output {b_fit.mean_output:.5f}, E|theta|^2 "
+        f"{b_fit.second_moment:.5f}; min L_lambda = {zero.value:.6f} at theta = "
+        f"({zero.theta[0]:.3f}, {zero.theta[1]:.3f}, {zero.theta[2]:.4f})",
+        "coupling contraction rate by temperature (eq. 28 read with a fixed lambda_LSI would make it "
+        "proportional to beta): " + ", ".join(f"beta {b:g}: {r:.3f}" for b, r in rates.items()),
+        f"excess / beta (Laplace predicts p/2 = {problem.p / 2:g}): "
+        + ", ".join(f"{b:g}: {e:.3f}" for b, e in zip(bs, excess.mean(axis=0) / bs, strict=True)),
+    )
+
+
+def _data(*, curves: dict[str, Any], beta_fit: float, fit_t: np.ndarray, betas: tuple[float, ...],
+          refs: dict[float, GibbsState], zero: ZeroTemperature, rows: list[dict[str, Any]],
+          rates: dict[float, float], conv: list[Convexity]) -> dict[str, Any]:
+    """The experiment's extra data (JSON-serialisable): curves, references, stationary rows,
+    contraction rates and the convexity margins."""
+    return {
+        "curves_beta_fit": curves, "beta_fit": beta_fit, "fit_times": fit_t.tolist(),
+        "gibbs": {str(b): {"mean_output": refs[b].mean_output, "second_moment": refs[b].second_moment,
+                           "risk_lambda": refs[b].risk_lambda, "error": refs[b].error} for b in betas},
+        "min_risk_lambda": zero.value, "stationary": rows, "contraction_rates": {str(b): r for b, r in rates.items()},
+        "convexity": [{"min_second_difference": c.min_second_difference, "quadratic_residual": c.quadratic_residual,
+                       "tolerance": c.tolerance} for c in conv],
+    }
+
+
+def _setting(problem: LangevinProblem, particles: int, step: float, horizon: float) -> str:
+    """The experiment in words: the model, the runs and the references."""
+    return (f"one attention layer, d = 1, N = {problem.tokens.shape[0]} context tokens, square loss, lambda = "
+            f"{problem.lam:g}; {particles} heads per run, two initial laws with shared Brownian increments, "
+            f"Euler-Maruyama h = {step:g} to s = {horizon:g}; references: Gibbs fixed point by quadrature, "
+            f"min L_lambda by a 1-D problem")
 
 
 def langevin_experiment(problem: LangevinProblem, *, particles: int, step: float, horizon: float,
@@ -320,121 +514,32 @@ def langevin_experiment(problem: LangevinProblem, *, particles: int, step: float
       point within a Student-t 99 % interval plus the discretisation allowance; Prop. 8.2 on
       ``pairs`` random pairs of head measures; the zero-temperature minimum is certified.
     """
+    # imported before the clock starts, so the elapsed time leaves scipy's import out
     from scipy import stats
 
-    if problem.d != 1 or problem.loss != "square":
-        raise DomainError("langevin_experiment: the references are for d = 1 and the square loss")
-    if seeds < 2:
-        raise InputError(f"langevin_experiment: need at least 2 seeds, got {seeds}")
-    if beta_fit not in betas or len(betas) < 3:
-        raise InputError(f"langevin_experiment: need >= 3 temperatures including beta_fit, got {betas}, {beta_fit}")
+    _validate_experiment(problem, seeds, betas, beta_fit)
     t_start = time.perf_counter()
-    steps = int(round(horizon / step))
-    rec = max(1, int(round(0.05 / step)))
     fit_t = np.linspace(window[0], window[1], int(points))
+    # the independent references: min L_lambda by a 1-D problem, each Gibbs state by quadrature
     zero = zero_temperature_minimum(problem)
     refs = {b: gibbs_state(problem, b) for b in betas}
-    # one batch per (seed, beta): two runs from the two initial laws, sharing their noise
-    nb = len(betas)
-    inits = np.stack([_inits(problem, particles, np.random.default_rng([8, 3, int(seed) + i, j]))
-                      for i in range(seeds) for j in range(nb)])
-    bvec = np.tile(np.asarray(betas, dtype=float), seeds)
-    chunks = max(1, -(-seeds * nb * 2 * particles // 8192))  # about 8k heads per simulate call
-    paths = []
-    bar = progress_bar(seeds * nb * horizon, desc="langevin", unit="time", enabled=progress, fractional=True)
-    try:
-        for c in np.array_split(np.arange(seeds * nb), chunks):
-            rng = np.random.default_rng([8, 4, int(seed), int(c[0])])
-            paths.append(simulate(problem, inits[c], beta=bvec[c], step=step, steps=steps, rng=rng, record_every=rec))
-            bar.update(len(c) * horizon)
-    finally:
-        bar.close()
-    times = paths[0].times
-    cat = {k: np.concatenate([getattr(p, k) for p in paths]) for k in ("mean_output", "second_moment", "risk_lambda",
-                                                                       "coupling")}
-    late = times >= burn_in
-    stat = {b: {"mean_output": cat["mean_output"][j::nb][:, :, late, 0].mean(axis=2),
-                "second_moment": cat["second_moment"][j::nb][:, :, late].mean(axis=2),
-                "risk_lambda": cat["risk_lambda"][j::nb][:, :, late].mean(axis=2)} for j, b in enumerate(betas)}
-    jf = list(betas).index(beta_fit)
-    coupling = np.stack([np.interp(fit_t, times, row) for row in cat["coupling"][jf::nb]])
-    # the contraction rate at every temperature (mean over seeds of the semilog slopes)
-    u = fit_t - fit_t.mean()
-    rates = {b: float(np.mean([-(u @ np.log(np.interp(fit_t, times, row))) / (u @ u)
-                               for row in cat["coupling"][j::nb]])) for j, b in enumerate(betas)}
-    curves = {"times": times.tolist(), "coupling": cat["coupling"][jf].tolist(),
-              "mean_output": cat["mean_output"][jf][:, :, 0].tolist(),
-              "second_moment": cat["second_moment"][jf].tolist(), "risk_lambda": cat["risk_lambda"][jf].tolist()}
-    fit_conv = fit_rate(fit_t, coupling, variable="s", scale="semilog", theorem_rate=None,
-                        quantity="coupling bound on W2(rho^A_s, rho^B_s)",
-                        theorem="exp(-2 beta lambda_LSI s) (eq. 28; lambda_LSI not computed)")
-    order = np.argsort(betas)[::-1]  # increasing 1/beta
-    bs = np.asarray(betas, dtype=float)[order]
-    excess = np.stack([stat[b]["risk_lambda"].mean(axis=1) for b in bs], axis=1) - zero.value
-    fit_beta = fit_rate(1.0 / bs, np.maximum(excess, 1e-300), variable="1/beta", scale="loglog",
-                        theorem_rate=lambda x: 1.0 / x, reference_error=max(abs(zero.gap), 1e-12), slack=BETA_SLACK,
-                        quantity="L_lambda(stationary) - min L_lambda",
-                        theorem="-> 0 (no rate stated; Laplace: (p/2) beta)")
-    # stationary check, each initialisation on its own: mean over seeds, Student-t interval
-    tq = float(stats.t.ppf(0.995, seeds - 1))
-    worst, rows = 0.0, []
-    for b in betas:
-        ref = refs[b]
-        for k, rv in (("mean_output", ref.mean_output), ("second_moment", ref.second_moment),
-                      ("risk_lambda", ref.risk_lambda)):
-            # Euler-Maruyama bias of the OU part (lambda h / 2 relative on the fluctuation
-            # p beta / lambda), doubled; O(1/m) finite-head bias; quadrature error
-            allow = step * problem.p * b * max(1.0, problem.lam) + 2.0 * (1.0 + abs(rv)) / particles + ref.error
-            for r, init in enumerate(("A", "B")):
-                per_seed = stat[b][k][:, r]
-                se = float(per_seed.std(ddof=1) / math.sqrt(seeds))
-                dev = abs(float(per_seed.mean()) - rv)
-                ratio = dev / (tq * se + allow)
-                worst = max(worst, ratio)
-                rows.append({"beta": b, "observable": k, "init": init, "measured": float(per_seed.mean()), "se": se,
-                             "gibbs": rv, "allowance": allow, "ratio": ratio})
-    rng = np.random.default_rng([8, 2, int(seed)])
-    conv = [convexity_along_interpolation(problem if j % 2 == 0 else LangevinProblem(
-        problem.tokens, problem.targets + rng.normal(0, 3, problem.targets.shape), problem.lam, "logcosh"),
-        *_random_pair(problem, rng)[:2]) for j in range(int(pairs))]
-    checks = {
-        "Prop. 8.2: risk convex along (1-s) rho_0 + s rho_1 (random pairs, square and log-cosh loss)":
-            all(c.convex for c in conv),
-        "Prop. 8.2: square-loss risk is the parabola through s = 0, 1/2, 1 (affine readout)":
-            all(c.quadratic for c in conv),
-        "Thm. 8.3: stationary observables of both initialisations = Gibbs fixed point (every beta)": worst <= 1.0,
-        "beta -> 0: the minimum of L_lambda is certified (first-order condition)": zero.certified,
-    }
-    b_fit = refs[beta_fit]
-    notes = (
-        "seed 002 convention: beta is the temperature (noise sqrt(2 beta) dW, F = L_lambda + beta Ent); beta -> 0 "
-        "is zero temperature, where the Gibbs state tends to a minimiser of L_lambda",
-        "eq. 28's rate exp(-2 beta lambda_LSI s) is right for lambda_LSI the LSI constant of the Gibbs measure; "
-        "the proof's chain (dF/ds = -I, I >= 2 lambda_LSI (F - F*)) drops beta^2 in the dissipation and 1/beta in "
-        "the entropy sandwich and would give exp(-2 lambda_LSI s) (theory/limits-langevin.md)",
-        f"stationary check: worst |measured - Gibbs| / (t_99 SE + allowance) = {worst:.2f} (must be <= 1)",
-        f"Gibbs state at beta = {beta_fit:g}: mean output {b_fit.mean_output:.5f}, E|theta|^2 "
-        f"{b_fit.second_moment:.5f}; min L_lambda = {zero.value:.6f} at theta = "
-        f"({zero.theta[0]:.3f}, {zero.theta[1]:.3f}, {zero.theta[2]:.4f})",
-        "coupling contraction rate by temperature (eq. 28 read with a fixed lambda_LSI would make it "
-        "proportional to beta): " + ", ".join(f"beta {b:g}: {r:.3f}" for b, r in rates.items()),
-        f"excess / beta (Laplace predicts p/2 = {problem.p / 2:g}): "
-        + ", ".join(f"{b:g}: {e:.3f}" for b, e in zip(bs, excess.mean(axis=0) / bs, strict=True)),
-    )
-    data = {
-        "curves_beta_fit": curves, "beta_fit": beta_fit, "fit_times": fit_t.tolist(),
-        "gibbs": {str(b): {"mean_output": refs[b].mean_output, "second_moment": refs[b].second_moment,
-                           "risk_lambda": refs[b].risk_lambda, "error": refs[b].error} for b in betas},
-        "min_risk_lambda": zero.value, "stationary": rows, "contraction_rates": {str(b): r for b, r in rates.items()},
-        "convexity": [{"min_second_difference": c.min_second_difference, "quadratic_residual": c.quadratic_residual,
-                       "tolerance": c.tolerance} for c in conv],
-    }
-    setting = (f"one attention layer, d = 1, N = {problem.tokens.shape[0]} context tokens, square loss, lambda = "
-               f"{problem.lam:g}; {particles} heads per run, two initial laws with shared Brownian increments, "
-               f"Euler-Maruyama h = {step:g} to s = {horizon:g}; references: Gibbs fixed point by quadrature, "
-               f"min L_lambda by a 1-D problem")
-    return LimitExperiment("langevin", "seed 002 Prop. 8.2, Thm. 8.3", setting, (fit_conv, fit_beta), checks, notes,
-                           time.perf_counter() - t_start, data)
+    times, obs = _coupled_runs(problem, particles=particles, step=step, horizon=horizon, betas=betas, seeds=seeds,
+                               seed=seed, progress=progress)
+    stat = _stationary_averages(obs, times, betas, burn_in)
+    coupling, rates = _contraction(obs, times, betas, beta_fit, fit_t)
+    curves = _curves(obs, times, betas, beta_fit)
+    bs, excess = _stationary_excess(stat, betas, zero)
+    fits = _fit_rates(fit_t, coupling, bs, excess, zero)
+    worst, rows = _stationary_check(problem, refs, stat, betas=betas, step=step, particles=particles, seeds=seeds,
+                                    tq=float(stats.t.ppf(0.995, seeds - 1)))
+    conv = _convexity_pairs(problem, pairs, seed)
+    checks = _checks(conv, worst, zero)
+    notes = _notes(problem, beta_fit=beta_fit, b_fit=refs[beta_fit], zero=zero, worst=worst, rates=rates, bs=bs,
+                   excess=excess)
+    data = _data(curves=curves, beta_fit=beta_fit, fit_t=fit_t, betas=betas, refs=refs, zero=zero, rows=rows,
+                 rates=rates, conv=conv)
+    return LimitExperiment("langevin", "seed 002 Prop. 8.2, Thm. 8.3", _setting(problem, particles, step, horizon),
+                           fits, checks, notes, time.perf_counter() - t_start, data)
 
 
 def run(*, size: str = "default", seeds: int = 5, seed: int = 0, progress: bool | None = None) -> LimitExperiment:

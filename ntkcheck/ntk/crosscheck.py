@@ -45,13 +45,16 @@ from ..cgf import Empirical, Family, as_laws
 from ..cgf.core import to_fraction
 from ..errors import InputError
 from ..independence.results import no_truth_value
-from .features import Heads, _as_heads, _features
-from .gram_matrix import (
-    POSITIVE_REL,
-    RESOLUTION_EIGH,
-    GramResult,
-    gram,
+from ._crosscheck_steps import (
+    KernelPrediction,
+    _no_prediction_verdict,
+    _structures_named,
+    _sufficiency_verdict,
+    _Verdict,
+    _weak_decision,
 )
+from .features import Heads, _as_heads, _features
+from .gram_matrix import GramResult, gram
 from .structure import DependenceStructure, dependence_structure
 
 __all__ = ["KernelPrediction", "KernelComparison", "CrosscheckResult", "predicted_kernel_vector", "kernel_residual",
@@ -60,46 +63,6 @@ __all__ = ["KernelPrediction", "KernelComparison", "CrosscheckResult", "predicte
 #: relative residual ||F^T u|| / (||F||_2 ||u||) below which a predicted kernel vector counts as
 #: annihilated: float64 rounding of the features (a few ulps times sqrt(M H d)) with margin.
 KERNEL_RTOL = 1e-10
-
-
-@dataclass(frozen=True)
-class KernelPrediction:
-    r"""A predicted kernel vector :math:`p_i = c_i\,(d\nu/d\mu_i)\,e` of the NTK map.
-
-    Attributes
-    ----------
-    c : tuple of Fraction or float
-        The dependency used (:math:`\sum_i c_i\Lambda_i` affine).
-    alpha_zero : bool
-    nu : tuple of (atom, mass)
-        The signed measure :math:`\nu` on the shared atoms (``()`` when only single
-        Diracs carry the dependency).
-    p : (M,) float array
-        Scalar adjoint on the distinct atoms (laws in order),
-        :math:`p_i(x_{ia}) = c_i\,\nu(\{x_{ia}\})/\mu_i(\{x_{ia}\})` (multiply by any unit vector
-        ``e`` for the vector-valued :math:`p_i`).
-    source : str
-        ``"decide null vector"`` or ``"Dirac relation sum c_i x_i = 0"``.
-    shared : int
-        Number of atoms shared by every sample with :math:`c_i \ne 0` that is not a single Dirac.
-    """
-
-    c: tuple[Any, ...]
-    alpha_zero: bool
-    nu: tuple[tuple[tuple[float, ...], int], ...]
-    p: np.ndarray
-    source: str
-    shared: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "c": [str(v) for v in self.c],
-            "alpha_zero": self.alpha_zero,
-            "nu": [{"atom": list(a), "mass": m} for a, m in self.nu],
-            "p": [float(v) for v in self.p],
-            "source": self.source,
-            "shared": self.shared,
-        }
 
 
 def _key(row: np.ndarray) -> tuple[float, ...]:
@@ -389,6 +352,102 @@ def _inputs(samples: Any) -> list[Any]:
     return as_laws(samples)
 
 
+def _result_without_gram(weak: Any, verdict: str, measures: list[Any],
+                         non_compact: tuple[int, ...]) -> CrosscheckResult | None:
+    """The result when no Gram can be compared with the ``verdict`` (``weak.verdict.value``):
+    "not applicable" for a non-compact measure (Prop. 8 assumes compact supports) or a
+    closed-form family (no atoms to build a Gram on); None when every measure is an
+    empirical law."""
+    if non_compact:
+        return CrosscheckResult(weak, None, "not applicable", "n/a", None, None, "not applicable",
+                                f"measures {list(non_compact)} have non-compact support: the NTK equivalence of "
+                                "seed 003 Prop. 8 does not apply (theory/ntk-prop8.md); the CGF verdict stands alone",
+                                non_compact)
+    if not all(isinstance(m, Empirical) for m in measures):
+        return CrosscheckResult(weak, None, "sufficiency" if verdict == "independent" else "no prediction", "n/a",
+                                None, None, "not applicable",
+                                "closed-form compact families have no atoms: pass token samples drawn from "
+                                "them to compute a Gram")
+    return None
+
+
+def _gram_of(laws: list[Empirical], heads: Heads, weak: Any, gram_result: GramResult | None, certify: bool,
+             progress: bool) -> GramResult:
+    """The Gram of ``laws`` under ``heads``, or ``gram_result`` when given."""
+    # kept in this module, not in _crosscheck_steps: gram's rank warning (stacklevel=2) names its caller
+    if gram_result is not None:
+        return gram_result
+    # certify only where positivity is the prediction: a singular Gram never certifies
+    return gram(laws, heads, certify=certify and weak.independent, progress=progress)
+
+
+def _compare_kernel(laws: list[Empirical], heads: Heads, st: DependenceStructure,
+                    g: GramResult) -> tuple[np.ndarray | None, float | None, KernelComparison]:
+    """The kernel predicted by the dependence structure beside the kernel the Gram observes.
+
+    Returns
+    -------
+    F : (M, H d) float array or None
+        The features, built only when the structure has a kernel basis; returned so the
+        necessity check need not build them a second time.
+    sub_res : float or None
+        :func:`subspace_residual` of the predicted kernel.
+    KernelComparison
+    """
+    F: np.ndarray | None = None
+    sub_res: float | None = None
+    if st.kernel_basis is not None:
+        F = _features(laws, heads)
+        sub_res = subspace_residual(F, st.kernel_basis, np.sqrt(g.lambda_max))
+    return F, sub_res, KernelComparison.of(st, g, sub_res)
+
+
+def _necessity_verdict(laws: list[Empirical], heads: Heads, weak: Any, st: DependenceStructure, g: GramResult,
+                       kc: KernelComparison, F: np.ndarray | None, what: str) -> _Verdict:
+    """Dependent CGFs: with overlap (condition (34)) the predicted kernel vector must be
+    annihilated by the features; without overlap Prop. 8 predicts nothing.
+
+    ``F`` is reused when :func:`_compare_kernel` built it; ``what`` is
+    :func:`_structures_named`.
+    """
+    rel = g.relative_lambda_min
+    pred = _overlap_prediction(laws, weak, st)
+    if pred is None:
+        injective = (kc.status == "equal" and kc.predicted == 0)
+        extra = (f"; the kernel count predicts an injective NTK and the Gram is {g.status}" if injective else "")
+        return _Verdict("no prediction", "none", None, None, "no prediction",
+                        f"dependent CGFs{what} without overlap (condition (34) fails): Prop. 8 predicts nothing"
+                        f"{extra} (relative lambda_min {rel:.3g}).")
+    if F is None:
+        F = _features(laws, heads)
+    res = kernel_residual(laws, heads, pred.p, F, np.sqrt(g.lambda_max))
+    label = _overlap_label(pred)
+    if res <= KERNEL_RTOL:
+        return _Verdict("necessity", label, pred, res, "agrees",
+                        f"dependent CGFs{what} with overlap ({label}) => predicted kernel vector p_i = c_i dnu/dmu_i "
+                        f"is annihilated (relative residual {res:.2g}); Gram singular.")
+    return _Verdict("necessity", label, pred, res, "disagrees",
+                    f"dependent CGFs{what} with overlap ({label}) but G[p] != 0 (relative residual {res:.3g} > "
+                    f"{KERNEL_RTOL:g}): the predicted kernel vector is not annihilated.")
+
+
+def _write_verdict(weak: Any, g: GramResult, st: DependenceStructure, kc: KernelComparison,
+                   sub_res: float | None, v: _Verdict) -> CrosscheckResult:
+    """The :class:`CrosscheckResult` of a branch's verdict ``v``.
+
+    Whatever Prop. 8 says, a Gram that sees fewer kernel dimensions than the structure
+    predicts, or does not annihilate the predicted kernel, contradicts the structure: that
+    overrules the branch's agreement.
+    """
+    agreement, message = v.agreement, v.message
+    if kc.status == "observed smaller" or (sub_res is not None and sub_res > KERNEL_RTOL):
+        agreement = "disagrees"
+        message += (" The predicted kernel is not annihilated or not seen: the Gram contradicts the structure "
+                    "found.")
+    return CrosscheckResult(weak, g, v.statement, v.overlap, v.prediction, v.residual, agreement, message, (),
+                            st, kc)
+
+
 def crosscheck(
     samples: Any,
     heads: Heads,
@@ -441,89 +500,26 @@ def crosscheck(
     >>> r.agreement, r.kernel.predicted, r.kernel.observed
     ('agrees', 1, 1)
     """
-    from ..independence.decision import decide
-
     measures = _inputs(samples)
     non_compact = tuple(i for i, m in enumerate(measures) if not m.compact)
-    if weak is None:
-        weak = decide(measures, property="weak")
+    weak = _weak_decision(measures, weak)
     verdict = weak.verdict.value
-    if non_compact:
-        return CrosscheckResult(weak, None, "not applicable", "n/a", None, None, "not applicable",
-                                f"measures {list(non_compact)} have non-compact support: the NTK equivalence of "
-                                "seed 003 Prop. 8 does not apply (theory/ntk-prop8.md); the CGF verdict stands alone",
-                                non_compact)
-    if not all(isinstance(m, Empirical) for m in measures):
-        return CrosscheckResult(weak, None, "sufficiency" if verdict == "independent" else "no prediction", "n/a",
-                                None, None, "not applicable",
-                                "closed-form compact families have no atoms: pass token samples drawn from "
-                                "them to compute a Gram")
+    no_gram = _result_without_gram(weak, verdict, measures, non_compact)
+    if no_gram is not None:
+        return no_gram
     laws: list[Empirical] = list(measures)
     heads = _as_heads(heads, laws[0].dim)
-    # certify only where positivity is the prediction: a singular Gram never certifies
-    g = gram_result if gram_result is not None else gram(laws, heads, certify=certify and weak.independent,
-                                                         progress=progress)
+    g = _gram_of(laws, heads, weak, gram_result, certify, progress)
     st = structure if structure is not None else dependence_structure(laws, weak=weak)
-    F: np.ndarray | None = None
-    sub_res: float | None = None
-    if st.kernel_basis is not None:
-        F = _features(laws, heads)
-        sub_res = subspace_residual(F, st.kernel_basis, np.sqrt(g.lambda_max))
-    kc = KernelComparison.of(st, g, sub_res)
-    named = st.lines()
-    what = (f" ({'; '.join(named[:2])}{'; ...' if len(named) > 2 else ''})" if named else "")
-
-    def result(statement: str, overlap: str, pred: KernelPrediction | None, res: float | None, agreement: str,
-               message: str) -> CrosscheckResult:
-        if kc.status == "observed smaller" or (sub_res is not None and sub_res > KERNEL_RTOL):
-            agreement = "disagrees"
-            message += (" The predicted kernel is not annihilated or not seen: the Gram contradicts the structure "
-                        "found.")
-        return CrosscheckResult(weak, g, statement, overlap, pred, res, agreement, message, (), st, kc)
-
-    rel = g.relative_lambda_min
+    F, sub_res, kc = _compare_kernel(laws, heads, st, g)
+    what = _structures_named(st)
     if verdict == "independent":
-        if g.rank_deficient_by_size:
-            return result("sufficiency", "not needed", None, None, "inconclusive",
-                          "Prop. 8 predicts a positive Gram, but H d < M makes the finite-head Gram "
-                          "singular by rank: add heads.")
-        if g.positive:
-            how = (f"certified, {g.certified.how}: lambda_min >= {g.certified.lower_bound:.3g}"
-                   if g.certified_positive and g.certified
-                   else "float64 only, not certified")
-            return result("sufficiency", "not needed", None, None, "agrees",
-                          f"independent CGFs => injective NTK (Prop. 8); Gram positive ({how}, "
-                          f"relative lambda_min {rel:.3g}).")
-        if rel < RESOLUTION_EIGH / 1000 and g.status == "below resolution":
-            return result("sufficiency", "not needed", None, None, "disagrees",
-                          f"independent CGFs but the Gram is singular to working precision (relative "
-                          f"lambda_min {rel:.3g}); with finitely many heads Prop. 8 does not strictly "
-                          "apply: add heads or raise the Q, b scales.")
-        return result("sufficiency", "not needed", None, None, "inconclusive",
-                      f"independent CGFs; the Gram's relative lambda_min {rel:.3g} is below {POSITIVE_REL:g} "
-                      "and was not certified: positivity is not claimed.")
-    if verdict != "dependent":
-        return result("no prediction", "n/a", None, None, "no prediction",
-                      f"CGF verdict inconclusive: Prop. 8 makes no prediction; Gram {g.status} "
-                      f"(relative lambda_min {rel:.3g}).")
-    pred = _overlap_prediction(laws, weak, st)
-    if pred is None:
-        injective = (kc.status == "equal" and kc.predicted == 0)
-        extra = (f"; the kernel count predicts an injective NTK and the Gram is {g.status}" if injective else "")
-        return result("no prediction", "none", None, None, "no prediction",
-                      f"dependent CGFs{what} without overlap (condition (34) fails): Prop. 8 predicts nothing"
-                      f"{extra} (relative lambda_min {rel:.3g}).")
-    if F is None:
-        F = _features(laws, heads)
-    res = kernel_residual(laws, heads, pred.p, F, np.sqrt(g.lambda_max))
-    label = _overlap_label(pred)
-    if res <= KERNEL_RTOL:
-        return result("necessity", label, pred, res, "agrees",
-                      f"dependent CGFs{what} with overlap ({label}) => predicted kernel vector p_i = c_i dnu/dmu_i "
-                      f"is annihilated (relative residual {res:.2g}); Gram singular.")
-    return result("necessity", label, pred, res, "disagrees",
-                  f"dependent CGFs{what} with overlap ({label}) but G[p] != 0 (relative residual {res:.3g} > "
-                  f"{KERNEL_RTOL:g}): the predicted kernel vector is not annihilated.")
+        v = _sufficiency_verdict(g)
+    elif verdict != "dependent":
+        v = _no_prediction_verdict(g)
+    else:
+        v = _necessity_verdict(laws, heads, weak, st, g, kc, F, what)
+    return _write_verdict(weak, g, st, kc, sub_res, v)
 
 
 def _overlap_prediction(laws: list[Empirical], weak: Any, st: DependenceStructure) -> KernelPrediction | None:

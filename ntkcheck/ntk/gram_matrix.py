@@ -42,7 +42,8 @@ floor). Positivity is never claimed from a float64 number below ``1e-12`` relati
 needs ``certify=True`` (a rigorous lower bound: :mod:`ntkcheck.ntk.certificate`).
 
 The heads and the feature builder live in :mod:`ntkcheck.ntk.features`, the Arb
-certificate in :mod:`ntkcheck.ntk.certificate`.
+certificate in :mod:`ntkcheck.ntk.certificate`, the BLAS and Lanczos steps of :func:`gram` in
+:mod:`ntkcheck.ntk._gram_steps`.
 
 References: seed 003 section 3.1-3.2, Prop. 5 (positivity of the NTK <=> injectivity of
 ``G``); ``theory/ntk-prop8.md`` ("The finite-token Gram matrix").
@@ -57,26 +58,28 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
-import scipy.linalg as sla
-from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
-from .._validate import check_score_range
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
 from ..independence.results import no_truth_value
+from ._gram_steps import (
+    SampleSize,
+    _drawn_or_checked_heads,
+    _extremal_eigh,
+    _gram_accumulated,
+    _gram_lower,
+    _GramInputs,
+    _kept_matrix,
+    _Spectrum,
+    _svd_eigenvalues,
+)
 from .certificate import MAX_CERTIFY_TOKENS, GramCertificate, _certify, certify_positive
 from .features import _GRAM_BLOCK as _FEATURE_GRAM_BLOCK
 from .features import (  # noqa: F401  (init_heads: used by the doctest of gram)
     DEFAULT_CHUNK,
     Heads,
     _as_chunk,
-    _as_heads,
     _atom_count,
-    _feature_columns,
-    _features,
-    _groups,
-    _head_block,
-    _progress,
     init_heads,
 )
 
@@ -107,86 +110,7 @@ _GRAM_BLOCK = _FEATURE_GRAM_BLOCK
 SVD_MEMORY_LIMIT = 4 << 30
 
 
-# --------------------------------------------------------------------------------- gram
-
-
-def _gram_accumulated(laws: Sequence[Empirical], heads: Heads, chunk: int, progress: bool) -> np.ndarray:
-    """``F F^T`` summed over head blocks without storing ``F``.
-
-    Memory: ``8 M^2`` bytes for the Gram plus one column block of ``F`` of at most
-    ``8 max(2^25, 256 M)`` bytes (at least 256 columns, so the rank-k update runs at
-    matmul speed) plus the tile workspace of :func:`attention_features`. The update is
-    BLAS ``syrk``, in place (no ``M x M`` temporary), and fills only the **lower
-    triangle** of the Fortran-ordered result: every consumer (``eigvalsh``,
-    :func:`_extremal_eigh`) reads only that triangle.
-    """
-    check_score_range([law.atoms for law in laws], heads.Q, heads.b)
-    M = _atom_count(laws)
-    H, d = heads.count, heads.dim
-    c = _head_block(M, H, d)
-    groups = _groups(laws, H)
-    G = np.zeros((M, M), order="F")
-    block = np.empty((M, c * d))
-    with _progress(M * H, progress) as bar:
-        for h0 in range(0, H, c):
-            h1 = min(H, h0 + c)
-            B = block if h1 - h0 == c else np.empty((M, (h1 - h0) * d))
-            _feature_columns(groups, heads, h0, h1, B, chunk, bar)
-            # B.T is Fortran-ordered (k, M): syrk(trans=1) forms B B^T without copying B.
-            G = sla.blas.dsyrk(1.0, B.T, beta=1.0, c=G, trans=1, lower=1, overwrite_c=1)
-    return G
-
-
-def _gram_lower(F: np.ndarray) -> np.ndarray:
-    """``F F^T`` by BLAS ``syrk``: half the work of ``F @ F.T``; lower triangle only (Fortran order)."""
-    return sla.blas.dsyrk(1.0, np.ascontiguousarray(F).T, trans=1, lower=1)
-
-
-# ---------------------------------------------------------------------------- spectrum
-
-
-def _extremal_eigh(G: np.ndarray) -> tuple[float, float] | None:
-    """(lambda_min, lambda_max) by Cholesky + Lanczos on ``G^{-1}``; None when G is not
-    numerically positive definite (then the caller uses the full eigvalsh).
-
-    Only the lower triangle of ``G`` is read (as :func:`_gram_accumulated` fills it)."""
-    if not G.flags.f_contiguous:
-        G = np.asfortranarray(G)  # BLAS symv below takes it as is, without a copy per product
-    try:
-        c = sla.cho_factor(G, lower=True, check_finite=False)
-    except np.linalg.LinAlgError:
-        return None
-    n = G.shape[0]
-    op = LinearOperator((n, n), matvec=lambda v: sla.cho_solve(c, v, check_finite=False), dtype=np.float64)
-    try:
-        mu = eigsh(op, k=1, which="LA", tol=1e-12, return_eigenvectors=False)[0]
-        lop = LinearOperator((n, n), matvec=lambda v: sla.blas.dsymv(1.0, G, np.ravel(v), lower=1), dtype=np.float64)
-        lmax = eigsh(lop, k=1, which="LA", tol=1e-12, return_eigenvectors=False)[0]
-    except (ArpackError, ArpackNoConvergence):
-        return None
-    if not (mu > 0 and lmax > 0):
-        return None
-    return float(1.0 / mu), float(lmax)
-
-
 # ------------------------------------------------------------------------------ result
-
-
-@dataclass(frozen=True)
-class SampleSize:
-    """How one sample entered the Gram: ``tokens`` given, ``atoms`` distinct, and the
-    ``max_multiplicity`` (largest number of tokens merged into one atom)."""
-
-    tokens: int
-    atoms: int
-    max_multiplicity: int
-
-    @classmethod
-    def of(cls, law: Empirical) -> SampleSize:
-        return cls(int(law.n_tokens), law.n_atoms, law.max_multiplicity)
-
-    def to_dict(self) -> dict[str, int]:
-        return {"tokens": self.tokens, "atoms": self.atoms, "max_multiplicity": self.max_multiplicity}
 
 
 def merge_note(sizes: Sequence[SampleSize]) -> str | None:
@@ -285,25 +209,11 @@ class GramResult:
     def report_lines(self) -> list[str]:
         """The Gram block of the ``screen`` and ``gram`` reports: extremal eigenvalues, condition,
         status, and the certificate (how it was proved, or why it did not conclude)."""
-        out = [f"  lambda_min          {self.lambda_min:.6g}   (relative {self.relative_lambda_min:.3g})",
-               f"  lambda_max          {self.lambda_max:.6g}",
-               f"  condition           {self.condition:.3g}   (spectrum: {self.method})",
-               f"  status              {self.status_text()}"]
-        c = self.certified
-        if c is not None:
-            out.append(f"  certificate         lambda_min >= {c.lower_bound:.4g} ({c.how})" if c.positive else
-                       f"  certificate         inconclusive ({c.how}): {c.detail}")
-        return out
+        return _report_lines(self)
 
     def status_text(self) -> str:
         """The status in words, saying whether positivity is certified or only seen in float64."""
-        if self.certified_positive:
-            assert self.certified is not None
-            return f"positive, certified: lambda_min >= {self.certified.lower_bound:.4g} ({self.certified.how})"
-        if self.status == "positive":
-            return (f"positive in float64 (relative lambda_min {self.relative_lambda_min:.3g} > {POSITIVE_REL:g}); "
-                    "not certified")
-        return self.status
+        return _status_text(self)
 
     @property
     def floor(self) -> float:
@@ -363,6 +273,30 @@ class GramResult:
         return s + ")"
 
 
+def _report_lines(r: GramResult) -> list[str]:
+    """:meth:`GramResult.report_lines`."""
+    out = [f"  lambda_min          {r.lambda_min:.6g}   (relative {r.relative_lambda_min:.3g})",
+           f"  lambda_max          {r.lambda_max:.6g}",
+           f"  condition           {r.condition:.3g}   (spectrum: {r.method})",
+           f"  status              {r.status_text()}"]
+    c = r.certified
+    if c is not None:
+        out.append(f"  certificate         lambda_min >= {c.lower_bound:.4g} ({c.how})" if c.positive else
+                   f"  certificate         inconclusive ({c.how}): {c.detail}")
+    return out
+
+
+def _status_text(r: GramResult) -> str:
+    """:meth:`GramResult.status_text`."""
+    if r.certified_positive:
+        assert r.certified is not None
+        return f"positive, certified: lambda_min >= {r.certified.lower_bound:.4g} ({r.certified.how})"
+    if r.status == "positive":
+        return (f"positive in float64 (relative lambda_min {r.relative_lambda_min:.3g} > {POSITIVE_REL:g}); "
+                "not certified")
+    return r.status
+
+
 def spectrum_status(lmin: float, lmax: float, *, by_size: bool, resolution: float) -> str:
     """:attr:`GramResult.status` from the extremal eigenvalues: ``"singular by size"`` when
     ``H d < M``, ``"positive"`` above ``POSITIVE_REL`` relative, ``"below resolution"`` under the
@@ -408,6 +342,132 @@ def certify_result(laws: Sequence[Empirical], heads: Heads, g: GramResult, *, ma
     note = (f"positivity certified ({cert.how})" if cert.positive else
             f"certification inconclusive: {cert.detail}" + ("; positivity is seen in float64 only" if g.positive else ""))
     return replace(g, certified=cert, status="positive" if cert.positive else g.status, notes=(*g.notes, note))
+
+
+# ----------------------------------------------------------------------- steps of gram
+
+
+def _gram_inputs(samples: Any, heads: Any, *, q_scale: float, b_scale: float,
+                 dist: Literal["gaussian", "uniform"], seed: int, keep_matrix: bool, method: str,
+                 progress: bool, chunk: Any) -> _GramInputs:
+    """The arguments of :func:`gram` validated and normalised: the samples, the heads (drawn
+    from the init law when counted), ``method``, ``chunk``, then the ``keep_matrix`` size limit,
+    in that order, so that the first bad argument is the one reported."""
+    laws = as_laws(samples)
+    heads = _drawn_or_checked_heads(heads, laws[0].dim, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)
+    if method not in ("auto", "svd", "eigh"):
+        raise InputError(f"method: expected 'auto', 'svd' or 'eigh', got {method!r}")
+    chunk = _as_chunk(chunk)
+    sizes = tuple(SampleSize.of(law) for law in laws)
+    M = _atom_count(laws)
+    if keep_matrix and M > MAX_EIGENVALUES:
+        raise InputError(f"keep_matrix: the Gram is kept only up to {MAX_EIGENVALUES} distinct atoms, got M = {M}")
+    return _GramInputs(laws, heads, chunk, progress, sizes, M, full_spectrum=M <= MAX_EIGENVALUES)
+
+
+def _size_notes(g: _GramInputs) -> list[str]:
+    """Notes on how the samples entered the Gram: merged repeated tokens, and a rank deficit
+    ``H d < M``, also warned about since it is not a verdict about the data."""
+    notes: list[str] = []
+    if (merged := merge_note(g.sizes)) is not None:
+        notes.append(merged)
+    if g.by_size:
+        H, d, M = g.heads.count, g.heads.dim, g.atoms
+        warnings.warn(
+            f"H d = {H}*{d} = {H * d} < M = {M} distinct atoms: the Gram has rank at most {H * d} and is "
+            "singular by rank; this is not a verdict about the data (use at least "
+            f"{math.ceil(M / d)} heads)",
+            NtkcheckWarning,
+            stacklevel=3,  # called from gram: the warning names gram's caller
+        )
+        notes.append(f"singular by rank: H d = {H * d} < M = {M}")
+    return notes
+
+
+def _svd_spectrum(g: _GramInputs, F: np.ndarray | None) -> _Spectrum:
+    """The spectrum from the SVD of ``F`` (formed here unless given)."""
+    if F is None:
+        F = g.features()
+    eig = _svd_eigenvalues(F)
+    return _Spectrum(eig, float(eig[0]), float(eig[-1]), "svd", RESOLUTION_SVD, F)
+
+
+def _eigh_spectrum(g: _GramInputs) -> _Spectrum:
+    """The spectrum of the Gram by ``eigvalsh``: formed from ``F`` up to ``MAX_EIGENVALUES``
+    atoms, beyond that accumulated over head blocks, where Cholesky + Lanczos gives the
+    extremal eigenvalues alone (``eigvalsh`` after all when it fails or ``H d < M``)."""
+    F: np.ndarray | None = None
+    if g.full_spectrum:
+        F = g.features()
+        G = _gram_lower(F)
+    else:
+        G = _gram_accumulated(g.laws, g.heads, g.chunk, g.progress)
+    ext = None if (g.full_spectrum or g.by_size) else _extremal_eigh(G)
+    if ext is not None:
+        return _Spectrum(None, ext[0], ext[1], "cholesky-lanczos", RESOLUTION_EIGH, F)
+    eig = np.linalg.eigvalsh(G, UPLO="L")  # G holds its lower triangle only
+    return _Spectrum(eig, float(eig[0]), float(eig[-1]), "eigvalsh", RESOLUTION_EIGH, F)
+
+
+def _spectrum(g: _GramInputs, method: str) -> tuple[_Spectrum, list[str]]:
+    """The spectrum by ``method``, with the fallback of ``"auto"`` to the SVD of ``F`` when
+    ``eigvalsh`` cannot resolve ``lambda_min`` and ``F`` fits in ``SVD_MEMORY_LIMIT`` bytes;
+    and the note saying so."""
+    if method == "svd":
+        return _svd_spectrum(g, None), []
+    spec = _eigh_spectrum(g)
+    if method == "auto" and not g.by_size and spec.lmax > 0 and spec.lmin / spec.lmax < RESOLUTION_EIGH:
+        if 8 * g.atoms * g.heads.count * g.heads.dim <= SVD_MEMORY_LIMIT:
+            return (_svd_spectrum(g, spec.features),
+                    ["eigvalsh could not resolve lambda_min (relative < 1e-10): recomputed from the SVD of F"])
+        return spec, ["lambda_min below the eigvalsh resolution and F too large for the SVD fallback"]
+    return spec, []
+
+
+def _certified_status(g: _GramInputs, lmin: float, lmax: float, *, resolution: float, certify: bool,
+                      max_bits: int) -> tuple[str, GramCertificate | None, list[str]]:
+    """The status of the spectrum (:func:`spectrum_status`) and, with ``certify``, the certificate
+    (:func:`gram_certificate`; none for a Gram singular by size), which may make it "positive"."""
+    status = spectrum_status(lmin, lmax, by_size=g.by_size, resolution=resolution)
+    if not certify or g.by_size:
+        return status, None, []
+    cert = gram_certificate(g.laws, g.heads, float64_positive=status == "positive", max_bits=max_bits,
+                            progress=g.progress, chunk=g.chunk)
+    if cert.positive:
+        return "positive", cert, [f"positivity certified ({cert.how})"]
+    return status, cert, [f"certification inconclusive: {cert.detail}"]
+
+
+def _gram_result(g: _GramInputs, spec: _Spectrum, notes: list[str], *, certify: bool, max_bits: int,
+                 keep_matrix: bool) -> GramResult:
+    """The :class:`GramResult` of a spectrum: ``lambda_min`` clipped at 0 (rounding can make it
+    negative), the status, certified when asked, and the kept matrix when asked."""
+    lmin, lmax = max(spec.lmin, 0.0), spec.lmax
+    status, cert, cert_notes = _certified_status(g, lmin, lmax, resolution=spec.resolution, certify=certify,
+                                                 max_bits=max_bits)
+    eig = spec.eig
+    eigenvalues = tuple(float(max(v, 0.0)) for v in eig) if (eig is not None and g.full_spectrum) else None
+    kept, kernel = (_kept_matrix(g, spec.features, eigenvalues, spec.resolution * lmax) if keep_matrix
+                    else (None, None))
+    return GramResult(
+        lambda_min=lmin,
+        lambda_max=float(lmax),
+        condition=(lmax / lmin) if lmin > 0 else math.inf,
+        atoms=g.atoms,
+        tokens=int(sum(s.tokens for s in g.sizes)),
+        heads=g.heads.count,
+        dim=g.heads.dim,
+        eigenvalues=eigenvalues,
+        rank_deficient_by_size=g.by_size,
+        method=spec.method,
+        resolution=spec.resolution,
+        status=status,
+        certified=cert,
+        notes=(*notes, *cert_notes),
+        samples=g.sizes,
+        matrix=kept,
+        kernel_vectors=kernel,
+    )
 
 
 def gram(
@@ -494,115 +554,8 @@ def gram(
     >>> r.matrix.shape, r.kernel_vectors.shape
     ((8, 8), (8, 0))
     """
-    laws = as_laws(samples)
-    if isinstance(heads, bool) or not isinstance(heads, (int, np.integer, Heads, tuple)):
-        raise InputError(f"heads: expected a positive integer or a Heads object, got {heads!r}")
-    if isinstance(heads, (int, np.integer)):
-        if heads < 1:
-            raise InputError(f"heads: expected a positive integer or a Heads object, got {heads!r}")
-        heads = init_heads(int(heads), laws[0].dim, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)
-    heads = _as_heads(heads, laws[0].dim)
-    if method not in ("auto", "svd", "eigh"):
-        raise InputError(f"method: expected 'auto', 'svd' or 'eigh', got {method!r}")
-    chunk = _as_chunk(chunk)
-    sizes = tuple(SampleSize.of(law) for law in laws)
-    M = _atom_count(laws)
-    if keep_matrix and M > MAX_EIGENVALUES:
-        raise InputError(f"keep_matrix: the Gram is kept only up to {MAX_EIGENVALUES} distinct atoms, got M = {M}")
-    H, d = heads.count, heads.dim
-    by_size = H * d < M
-    notes: list[str] = []
-    if (merged := merge_note(sizes)) is not None:
-        notes.append(merged)
-    if by_size:
-        warnings.warn(
-            f"H d = {H}*{d} = {H * d} < M = {M} distinct atoms: the Gram has rank at most {H * d} and is "
-            "singular by rank; this is not a verdict about the data (use at least "
-            f"{math.ceil(M / d)} heads)",
-            NtkcheckWarning,
-            stacklevel=2,
-        )
-        notes.append(f"singular by rank: H d = {H * d} < M = {M}")
-    want_all = M <= MAX_EIGENVALUES
-    eig: np.ndarray | None = None
-    F: np.ndarray | None = None
-    svd_fits = 8 * M * H * d <= SVD_MEMORY_LIMIT
-
-    def run_svd() -> np.ndarray:
-        nonlocal F
-        if F is None:
-            F = _features(laws, heads, chunk, progress)
-        s = sla.svdvals(F, check_finite=False)
-        ev = np.zeros(M)
-        ev[M - s.shape[0]:] = np.sort(s) ** 2  # min(M, Hd) singular values; the rest are exact zeros
-        return ev
-
-    if method == "svd":
-        eig = run_svd()
-        used, resolution = "svd", RESOLUTION_SVD
-    else:
-        if want_all:
-            F = _features(laws, heads, chunk, progress)
-            G = _gram_lower(F)
-        else:
-            G = _gram_accumulated(laws, heads, chunk, progress)
-        ext = None if (want_all or by_size) else _extremal_eigh(G)
-        if ext is not None:
-            lmin, lmax = ext
-            used, resolution = "cholesky-lanczos", RESOLUTION_EIGH
-        else:
-            eig = np.linalg.eigvalsh(G, UPLO="L")  # G holds its lower triangle only
-            used, resolution = "eigvalsh", RESOLUTION_EIGH
-            lmin, lmax = float(eig[0]), float(eig[-1])
-        del G
-        if method == "auto" and not by_size and lmax > 0 and lmin / lmax < RESOLUTION_EIGH:
-            if svd_fits:
-                eig = run_svd()
-                used, resolution = "svd", RESOLUTION_SVD
-                notes.append("eigvalsh could not resolve lambda_min (relative < 1e-10): recomputed from the SVD of F")
-            else:
-                notes.append("lambda_min below the eigvalsh resolution and F too large for the SVD fallback")
-    if eig is not None:
-        lmin, lmax = float(eig[0]), float(eig[-1])
-    lmin = max(lmin, 0.0)
-    status = spectrum_status(lmin, lmax, by_size=by_size, resolution=resolution)
-    cert: GramCertificate | None = None
-    if certify and not by_size:
-        cert = gram_certificate(laws, heads, float64_positive=status == "positive", max_bits=max_bits,
-                                progress=progress, chunk=chunk)
-        if cert.positive:
-            status = "positive"
-            notes.append(f"positivity certified ({cert.how})")
-        else:
-            notes.append(f"certification inconclusive: {cert.detail}")
-    eigenvalues = tuple(float(max(v, 0.0)) for v in eig) if (eig is not None and want_all) else None
-    kept: np.ndarray | None = None
-    kernel: np.ndarray | None = None
-    if keep_matrix:
-        if F is None:
-            F = _features(laws, heads, chunk, progress)
-        kept = F @ F.T
-        kept = (kept + kept.T) / 2  # exactly symmetric for eigh
-        # the observed kernel: as many eigenvectors as eigenvalues at the floor (the count
-        # may come from the SVD; the subspace of a cluster separated by a gap is accurate)
-        k = sum(1 for v in (eigenvalues or ()) if v <= resolution * lmax)
-        kernel = np.linalg.eigh(kept)[1][:, :k].copy()
-    return GramResult(
-        lambda_min=lmin,
-        lambda_max=float(lmax),
-        condition=(lmax / lmin) if lmin > 0 else math.inf,
-        atoms=M,
-        tokens=int(sum(s.tokens for s in sizes)),
-        heads=H,
-        dim=d,
-        eigenvalues=eigenvalues,
-        rank_deficient_by_size=by_size,
-        method=used,
-        resolution=resolution,
-        status=status,
-        certified=cert,
-        notes=tuple(notes),
-        samples=sizes,
-        matrix=kept,
-        kernel_vectors=kernel,
-    )
+    g = _gram_inputs(samples, heads, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed,
+                     keep_matrix=keep_matrix, method=method, progress=progress, chunk=chunk)
+    notes = _size_notes(g)
+    spec, spectrum_notes = _spectrum(g, method)
+    return _gram_result(g, spec, notes + spectrum_notes, certify=certify, max_bits=max_bits, keep_matrix=keep_matrix)
