@@ -19,6 +19,7 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
     cgf                      CGFs, the empirical law (one sample type), closed-form families
     _validate                validation where data enter
     errors, _budget, _text   exceptions; time budget; report text helpers
+    _precision               the one lock around mpmath / python-flint working precision
 """
 
 from __future__ import annotations

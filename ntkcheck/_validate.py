@@ -1,9 +1,21 @@
-"""Validation of user token data. Every public entry point funnels its input through here."""
+"""Validation of user data where it enters, and the exact value of every number given.
+
+Input semantics (``theory/certificates.md``, "Inputs: exact, refused or rounded"): every
+number a user gives has an exact rational value. Floats are dyadic rationals; Python ints,
+``Fraction``, ``Decimal``, decimal strings (where text is read), numpy integer arrays and
+``np.longdouble`` arrays are exact too, but not always doubles (int64 beyond 2^53, 1/10,
+long doubles with 64-bit mantissas). :func:`real_values` returns the nearest doubles (the
+float64 view the float routes compute with) together with the exact values whenever the two
+differ; the exact engines and the certificates work with the exact values, and a result
+built from a rounded float64 view says so.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from fractions import Fraction
+from numbers import Rational, Real
 from typing import Any
 
 import numpy as np
@@ -12,33 +24,106 @@ from flint import fmpq
 from .errors import InputError
 
 __all__ = [
-    "as_token_set", "as_samples", "as_direction", "check_score_range", "SCORE_LIMIT", "rational_direction", "as_arguments",
-    "to_fraction", "to_fmpq",
+    "as_token_set", "as_token_values", "as_samples", "as_exact_samples", "as_direction", "check_score_range",
+    "SCORE_LIMIT", "rational_direction", "as_arguments", "to_fraction", "to_fmpq", "real_values", "exact_rows",
 ]
 
+_KINDS = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "O": "object", "V": "structured",
+          "M": "datetime", "m": "timedelta"}
 
-def as_token_set(atoms: Any, name: str = "tokens", dim: int | None = None) -> np.ndarray:
-    """Return ``atoms`` as a finite float64 array of shape ``(N, d)`` with ``N >= 1``.
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, (Real, Decimal, Fraction)) and not isinstance(v, (bool, np.bool_))
+
+
+def real_values(raw: Any, name: str, what: str = "numbers") -> tuple[np.ndarray, np.ndarray | None]:
+    """The float64 view of a real array and, when it differs from the values given, the exact values.
+
+    Returns ``(view, exact)``: ``view`` holds the nearest doubles (correctly rounded); ``exact``
+    is None when every value is a double (floats of any width up to 64 bits, integers up to
+    2^53, dyadic ``Fraction``s), else an array of the same shape holding the exact values:
+    the given ``np.longdouble`` or integer array itself, or an object array of ``Fraction``.
+    Non-finite values are left in the view for the caller to report; complex, boolean,
+    string and other non-numeric arrays are refused, as are values beyond the float64 range.
+    """
+    arr = raw if isinstance(raw, np.ndarray) else None
+    if arr is None:
+        try:
+            arr = np.asarray(raw)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{name}: expected an array of {what}, got {type(raw).__name__} ({exc})") from None
+    kind = arr.dtype.kind
+    if kind == "O":
+        return _object_values(arr, name, what)
+    if kind not in "iuf":
+        kind_name = _KINDS.get(kind, str(arr.dtype))
+        raise InputError(f"{name}: expected real {what}, got a {kind_name} array (dtype {arr.dtype}); convert them first")
+    with np.errstate(over="ignore", invalid="ignore"):
+        view = arr.astype(np.float64, copy=False)
+    if kind == "f":
+        if arr.dtype.itemsize <= 8:
+            return view, None
+        _check_range(arr, view, name)
+        finite = np.isfinite(arr)
+        same = np.array_equal(view[finite].astype(arr.dtype), arr[finite])
+        return view, None if same else arr.copy()
+    if arr.dtype.itemsize <= 4 or arr.size == 0:
+        return view, None
+    big = np.abs(view) > 2.0**53
+    if not np.any(big):
+        return view, None
+    exact = all(int(v) == int(f) for v, f in zip(arr[big].tolist(), view[big].tolist(), strict=True))
+    return view, None if exact else arr.copy()
+
+
+def _check_range(arr: np.ndarray, view: np.ndarray, name: str) -> None:
+    over = np.isfinite(arr) & ~np.isfinite(view)
+    if np.any(over):
+        top = np.format_float_scientific(np.max(np.abs(arr[over])), precision=3)
+        raise InputError(f"{name}: a value ({top}) is beyond the float64 range (1.8e308)")
+
+
+def _object_values(arr: np.ndarray, name: str, what: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """An object array (Fractions, Python ints, Decimals, long doubles, floats): exact values and nearest doubles."""
+    flat = arr.reshape(-1)
+    if flat.size == 0 or not all(_is_real(v) for v in flat):
+        bad = next((v for v in flat if not _is_real(v)), None)
+        got = "an empty array" if flat.size == 0 else f"{type(bad).__name__} {bad!r}"
+        raise InputError(f"{name}: expected real {what}, got {got} in an object array; convert them first")
+    view = np.empty(flat.shape, dtype=np.float64)
+    fracs = np.empty(flat.shape, dtype=object)
+    rounded = False
+    for k, v in enumerate(flat):
+        if not _finite(v):
+            view[k], fracs[k] = float(v), None
+            continue
+        f = to_fraction(v)
+        try:
+            x = float(f)  # int / int true division: correctly rounded
+        except OverflowError:
+            raise InputError(f"{name}: a value ({float(f) if abs(f) < 10**400 else 'above 1e400'}) is beyond the "
+                             "float64 range (1.8e308)") from None
+        view[k], fracs[k] = x, f
+        rounded = rounded or Fraction(x) != f
+    return view.reshape(arr.shape), fracs.reshape(arr.shape) if rounded else None
+
+
+def exact_rows(exact: np.ndarray) -> list[tuple[Fraction, ...]]:
+    """The rows of an exact array from :func:`real_values` as tuples of ``Fraction``."""
+    return [tuple(to_fraction(v) for v in row) for row in exact.reshape(exact.shape[0], -1)]
+
+
+def as_token_values(atoms: Any, name: str = "tokens", dim: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """``atoms`` as a finite float64 array of shape ``(N, d)``, ``N >= 1``, and its exact values
+    (None when the doubles are the values given; :func:`real_values`).
 
     A 1-D array of length ``N`` is read as ``N`` tokens in dimension 1 only when
     ``dim == 1``; otherwise it is ambiguous and rejected.
     """
-    raw = atoms if isinstance(atoms, np.ndarray) else None
-    if raw is None:
-        try:
-            raw = np.asarray(atoms)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"{name}: expected a numeric array of shape (N, d), got {type(atoms).__name__} ({exc})") from None
-    if raw.dtype.kind not in "iuf" and not (raw.dtype == object and raw.size and _all_real(raw)):
-        what = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "O": "object"}.get(raw.dtype.kind, str(raw.dtype))
-        raise InputError(f"{name}: expected real numeric tokens, got a {what} array (dtype {raw.dtype}); convert them first")
-    try:
-        with np.errstate(over="ignore"):
-            arr = np.asarray(raw, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InputError(f"{name}: expected a numeric array of shape (N, d), got {type(atoms).__name__} ({exc})") from None
+    arr, exact = real_values(atoms, name, "numeric tokens")
     if arr.ndim == 1 and dim == 1:
         arr = arr[:, None]
+        exact = None if exact is None else exact[:, None]
     if arr.ndim != 2:
         raise InputError(f"{name}: expected an array of shape (N, d), got shape {arr.shape}")
     if arr.shape[0] == 0:
@@ -52,23 +137,47 @@ def as_token_set(atoms: Any, name: str = "tokens", dim: int | None = None) -> np
         raise InputError(
             f"{name}: token {int(bad[0])} has a non-finite entry ({float(arr[tuple(bad)])} at coordinate {int(bad[1])})"
         )
-    return arr
+    return arr, exact
 
 
-def _all_real(arr: np.ndarray) -> bool:
-    """An object array (ragged input, Fractions, Python ints) holding only real numbers."""
-    from fractions import Fraction as _F
-    from numbers import Real
+def as_token_set(atoms: Any, name: str = "tokens", dim: int | None = None) -> np.ndarray:
+    """Return ``atoms`` as a finite float64 array of shape ``(N, d)`` with ``N >= 1`` (the nearest
+    doubles; :func:`as_token_values` also returns the exact values when they differ).
 
-    return all(isinstance(v, (Real, _F)) and not isinstance(v, (bool, np.bool_)) for v in arr.reshape(-1))
+    A 1-D array of length ``N`` is read as ``N`` tokens in dimension 1 only when
+    ``dim == 1``; otherwise it is ambiguous and rejected.
+    """
+    return as_token_values(atoms, name, dim)[0]
 
 
 def as_samples(samples: Any) -> list[np.ndarray]:
-    """Return a list of ``n >= 1`` validated token sets of one common dimension.
+    """Return a list of ``n >= 1`` validated token sets of one common dimension, as float64, for the
+    float64 simulations (dynamics). A value that is not a double is refused rather than rounded
+    silently (:func:`as_exact_samples` keeps such values for the exact engines).
 
     Accepts an array of shape ``(n, N, d)`` or a sequence of ``(N_i, d)`` arrays
     (ragged sample lengths are valid).
     """
+    out = []
+    for i, (x, ex) in enumerate(_sample_values(samples)):
+        if ex is not None:
+            k = next(k for k, (a, b) in enumerate(zip(x.reshape(-1), ex.reshape(-1), strict=True))
+                     if Fraction(float(a)) != to_fraction(b))
+            raise InputError(f"sample {i}: token value {ex.reshape(-1)[k]!r} is not a double and this computation runs "
+                             "in float64; convert the tokens explicitly (np.asarray(x, dtype=float)) to accept their "
+                             "nearest doubles")
+        out.append(x)
+    return out
+
+
+def as_exact_samples(samples: Any) -> list[np.ndarray]:
+    """:func:`as_samples` keeping every value given: a sample is float64 when its values are
+    doubles, else its exact values (the given long-double or integer array, or an object array
+    of ``Fraction``; :func:`real_values`)."""
+    return [x if ex is None else ex for x, ex in _sample_values(samples)]
+
+
+def _sample_values(samples: Any) -> list[tuple[np.ndarray, np.ndarray | None]]:
     if isinstance(samples, np.ndarray) and samples.dtype != object:
         if samples.ndim != 3:
             raise InputError(f"samples: expected shape (n, N, d) or a list of (N_i, d) arrays, got shape {samples.shape}")
@@ -79,8 +188,8 @@ def as_samples(samples: Any) -> list[np.ndarray]:
         raise InputError(f"samples: expected a list of (N_i, d) arrays, got {type(samples).__name__}")
     if len(seq) == 0:
         raise InputError("samples: no samples were given (need at least one)")
-    out = [as_token_set(s, name=f"sample {i}") for i, s in enumerate(seq)]
-    dims = [s.shape[1] for s in out]
+    out = [as_token_values(s, name=f"sample {i}") for i, s in enumerate(seq)]
+    dims = [s.shape[1] for s, _ in out]
     if len(set(dims)) > 1:
         d0 = dims[0]
         i = next(k for k, dk in enumerate(dims) if dk != d0)
@@ -130,8 +239,19 @@ def check_score_range(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray) -
         )
 
 
+def _finite(v: Any) -> bool:
+    if isinstance(v, Decimal):
+        return v.is_finite()
+    if isinstance(v, (float, np.floating)):
+        return bool(np.isfinite(v))
+    return True
+
+
 def to_fraction(x: Any) -> Fraction:
-    """The exact rational value of ``x`` (a float is read as the dyadic rational it is)."""
+    """The exact rational value of ``x``: a float (any numpy width, long double included) is the
+    dyadic rational it is, a decimal string or ``Decimal`` its decimal value (``"0.1"`` is 1/10),
+    an integer of any size itself. Raises ``TypeError`` for a value without an exact real value
+    (complex numbers, ``None``) instead of rounding it through ``float``."""
     if isinstance(x, Fraction):
         return x
     if isinstance(x, fmpq):
@@ -140,10 +260,25 @@ def to_fraction(x: Any) -> Fraction:
         return Fraction(int(x))
     if isinstance(x, str):
         return Fraction(x)
-    xf = float(x)
-    if not np.isfinite(xf):
-        raise InputError(f"cannot take the exact value of the non-finite number {x!r}")
-    return Fraction(xf)
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        return to_fraction(x[()])
+    if isinstance(x, (float, np.floating, Decimal)):
+        if not _finite(x):
+            raise InputError(f"cannot take the exact value of the non-finite number {x!r}")
+        return Fraction(*x.as_integer_ratio())
+    if isinstance(x, Rational):
+        return Fraction(int(x.numerator), int(x.denominator))
+    if hasattr(x, "_mpf_"):  # an mpmath number: sign, mantissa, exponent
+        import mpmath
+
+        if not mpmath.isfinite(x):
+            raise InputError(f"cannot take the exact value of the non-finite number {x!r}")
+        man, exp = mpmath.mpf(x).man_exp
+        return Fraction(int(man)) * Fraction(2) ** int(exp)
+    if getattr(x, "is_Rational", False):  # a sympy Rational
+        return Fraction(int(x.p), int(x.q))
+    raise TypeError(f"{x!r} ({type(x).__name__}) has no exact real value; give an int, Fraction, float or "
+                    "decimal string")
 
 
 def to_fmpq(x: Any) -> fmpq:

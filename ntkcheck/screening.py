@@ -53,6 +53,7 @@ from ._text import WIDTH, exact_vector, fit, vector_summary
 from .cgf import Empirical, as_laws
 from .errors import InputError
 from .independence.results import decision_sentence, no_truth_value
+from .io.heads import load_heads as load_heads  # re-exported: its historic home
 from .ntk.crosscheck import CrosscheckResult, crosscheck
 from .ntk.features import Heads, _atom_count, init_heads
 from .ntk.gram_matrix import GramResult, certify_result, gram
@@ -88,25 +89,6 @@ def default_head_count(M: int, d: int) -> int:
     mean-field :math:`\\rho` (the Gram has rank at most ``H d``, so ``H d >= M`` at least).
     ``M`` counts the rows of the Gram: distinct atoms, summed over the samples."""
     return max(1, math.ceil(4 * M / d))
-
-
-def load_heads(path: str | Path) -> Heads:
-    """Heads from an ``.npz`` file with arrays ``Q`` of shape ``(H, d, d)`` and ``b`` of shape ``(H, d)``."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{p}: no such heads file")
-    try:
-        with np.load(p, allow_pickle=False) as z:
-            if not hasattr(z, "keys"):
-                raise InputError(f"{p}: expected an .npz file with arrays Q and b, got a single array")
-            keys = list(z.keys())
-            if "Q" not in keys or "b" not in keys:
-                raise InputError(f"{p}: expected arrays named Q (H, d, d) and b (H, d), found {keys}")
-            return Heads(z["Q"], z["b"])
-    except InputError:
-        raise
-    except (ValueError, OSError, EOFError) as exc:
-        raise InputError(f"{p}: not a readable .npz heads file ({exc})") from None
 
 
 @dataclass(frozen=True)
@@ -160,7 +142,8 @@ class ScreenReport:
         """What the screening concludes, one of :data:`OUTCOMES` (the first that applies):
         ``"disagrees"`` (the Gram and seed 003 Prop. 8 contradict each other), ``"certified
         positive"`` (a rigorous lower bound on ``lambda_min``), ``"certified singular"`` (an exact
-        CGF dependency with overlap: Prop. 8 proves the kernel), ``"positive in float64 only"``,
+        CGF dependency with overlap: Prop. 8 proves the kernel; or an exact proof on these heads,
+        Gram status ``"singular"``), ``"positive in float64 only"``,
         ``"not certified"``. ``ntkcheck screen``'s exit status is read from it."""
         g, cc = self.gram, self.crosscheck
         checks = [cc] + ([self.complement] if self.complement is not None else [])
@@ -168,7 +151,7 @@ class ScreenReport:
             return "disagrees"
         if g.certified_positive:
             return "certified positive"
-        if cc.weak.dependent and cc.statement == "necessity" and cc.agreement == "agrees":
+        if g.status == "singular" or (cc.weak.dependent and cc.statement == "necessity" and cc.agreement == "agrees"):
             return "certified singular"
         return "positive in float64 only" if g.positive else "not certified"
 
@@ -251,6 +234,12 @@ def _bottom_sentences(report: ScreenReport) -> tuple[str, str, str]:
         meaning = ("Training: nothing can be concluded: the Gram and seed 003 Prop. 8 disagree on these data "
                    "(the CGF verdict and the spectrum contradict each other), so neither can be trusted here.")
         nxt = "Next: rerun with more heads or another seed; if it persists, report the data."
+        return data, meaning, nxt
+    if g.status == "singular" and g.certified is not None:
+        meaning = (f"Training: the Gram on these heads is singular, proved in exact arithmetic ({g.certified.detail}): "
+                   "gradient flow from FixUp cannot move the residual along its kernel, whatever the targets.")
+        nxt = ("Next: draw the heads from a law with a density (seed 003 Prop. 8 needs a head law whose support "
+               "contains an open set) or change the heads file, and rerun.")
         return data, meaning, nxt
     if report.weak.independent:
         return (data, *_independent_sentences(report))

@@ -314,3 +314,68 @@ def sigma_min_exceeds(square: list, bound) -> bool:
     G = [[sum((square[k][i] * square[k][j] for k in range(n)), exact(0)) - (b2 if i == j else 0) for j in range(n)]
          for i in range(n)]
     return positive_definite(G)
+
+
+# ----------------------------------------------------------------------------------------
+# Exact inputs (issue 19): laws and Gram matrices from the values given, never through float64.
+
+
+def exact_value(x):
+    """The exact rational value of an int, Fraction, decimal string or float of any width
+    (``np.longdouble`` included), written here without ntkcheck."""
+    from fractions import Fraction
+
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return Fraction(int(x))
+    if isinstance(x, str):
+        return Fraction(x)
+    return Fraction(*x.as_integer_ratio())
+
+
+def ref_law(tokens, weights=None) -> RefEmpirical:
+    """:func:`ref_empirical` for tokens given at any exact values (Fraction, big ints, long doubles)."""
+    from fractions import Fraction
+
+    rows = [tuple(exact_value(v) for v in row) for row in tokens]
+    w = [Fraction(1)] * len(rows) if weights is None else [exact_value(v) for v in weights]
+    tot = sum(w, Fraction(0))
+    atoms: dict = {}
+    for x, wj in zip(rows, w):
+        if wj != 0:
+            atoms[x] = atoms.get(x, Fraction(0)) + wj / tot
+    return RefEmpirical(atoms, len(rows[0]))
+
+
+def ref_gram_eigenvalues(laws, Q, b, dps: int) -> list:
+    """Eigenvalues of the NTK Gram ``F F^T`` on distinct atoms, from the definitions, at ``dps`` digits.
+
+    ``F[(i, x), h] = sqrt(m_x / H) sum_k pi_k x_k`` with ``pi_k ∝ m_k exp(<Q_h x + b_h, x_k>)``
+    over the atoms of law ``i`` (theory/ntk-prop8.md); ``Q`` (H x d x d) and ``b`` (H x d)
+    nested sequences of exact values. Uses mpmath only (no ntkcheck)."""
+    import mpmath
+
+    H = len(Q)
+    with mpmath.workdps(dps):
+        def mp(q):
+            q = exact_value(q)
+            return mpmath.mpf(q.numerator) / q.denominator
+
+        Qm = [[[mp(v) for v in row] for row in Qh] for Qh in Q]
+        bm = [[mp(v) for v in bh] for bh in b]
+        rows = []
+        for law in laws:
+            pts = [([mp(v) for v in x], mp(m)) for x, m in law.atoms.items()]
+            for x, mx in pts:
+                row = []
+                for h in range(H):
+                    q = [mpmath.fsum(Qm[h][r][c] * x[c] for c in range(len(x))) + bm[h][r] for r in range(len(x))]
+                    s = [mpmath.fsum(qr * yr for qr, yr in zip(q, y)) for y, _ in pts]
+                    top = max(s)
+                    e = [my * mpmath.exp(sk - top) for (_, my), sk in zip(pts, s)]
+                    Z = mpmath.fsum(e)
+                    row.extend(mpmath.fsum(ek * y[c] for ek, (y, _) in zip(e, pts)) / Z for c in range(len(x)))
+                rows.append([mpmath.sqrt(mx / H) * v for v in row])
+        F = mpmath.matrix(rows)
+        return sorted(mpmath.eigsy(F * F.T, eigvals_only=True))

@@ -20,8 +20,9 @@ from typing import Any
 import mpmath
 import numpy as np
 import sympy as sp
-from flint import arb, arb_series, ctx, fmpq, fmpq_series
+from flint import arb, arb_series, fmpq, fmpq_series
 
+from .._precision import flint_cap, flint_prec, mp_prec
 from .._validate import as_arguments
 from ..errors import DomainError, InputError, PrecisionError
 from . import core as _cgf
@@ -203,13 +204,8 @@ def _arb_context(prec: int, K: int) -> Iterator[None]:
     """Arb working precision ``prec`` and a series cap of at least ``K + 1`` (restored on exit)."""
     if isinstance(prec, bool) or not isinstance(prec, (int, np.integer)) or prec < 20:
         raise PrecisionError(f"prec={prec!r} bits is too low to mean anything; use at least 20")
-    with ctx.workprec(int(prec)):
-        old_cap = ctx.cap
-        ctx.cap = max(old_cap, K + 1)
-        try:
-            yield
-        finally:
-            ctx.cap = old_cap
+    with flint_prec(int(prec), cap=K + 1):
+        yield
 
 
 def _arbq(f: Fraction) -> arb:
@@ -250,12 +246,8 @@ def _even_log_series_exact(kind: str, M: int) -> tuple[fmpq, ...]:
     for m in range(M + 1):
         coeffs[2 * m] = fmpq(1, fac[2 * m + shift])
     # FLINT truncates series operations at ctx.cap (default 10 terms), not at the series' prec
-    old_cap = ctx.cap
-    ctx.cap = max(old_cap, 2 * M + 1)
-    try:
+    with flint_cap(2 * M + 1):
         c = fmpq_series(coeffs, prec=2 * M + 1).log().coeffs()
-    finally:
-        ctx.cap = old_cap
     return tuple(fmpq(c[2 * m]) if 2 * m < len(c) else fmpq(0) for m in range(M + 1))
 
 
@@ -316,7 +308,7 @@ def _mp_log_sinhc(x: mpmath.mpf) -> mpmath.mpf:
     ax = abs(x)
     # sinh(x)/x = 1 + x^2/6 + ...: 2 |log2 x| more bits keep the relative accuracy of the log
     extra = 2 * max(0, -int(mpmath.mag(ax))) + 10
-    with mpmath.workprec(mpmath.mp.prec + extra):
+    with mp_prec(mpmath.mp.prec + extra):
         v = mpmath.log(mpmath.sinh(ax) / ax)
     return +v
 

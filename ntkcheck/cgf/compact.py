@@ -15,6 +15,7 @@ import numpy as np
 import sympy as sp
 from flint import arb, fmpq
 
+from .._precision import mp_dps
 from .._validate import rational_direction as _direction
 from ..errors import DomainError, InputError
 from ._series import (
@@ -94,7 +95,7 @@ class Dirac(Family):
     def cgf_1d_mp(self, t: Any, w: Any, dps: int = 50) -> mpmath.mpf:
         _check_dps(dps)
         z = _dot(_direction(w, self.dim), self.point) * _t_fraction(t)
-        with mpmath.workdps(dps):
+        with mp_dps(dps):
             return _mp(z)
 
     def cgf_sympy(self, a: Sequence[sp.Symbol]) -> sp.Expr:
@@ -174,9 +175,9 @@ class UniformCube(Family):
         _check_dps(dps)
         wf = _direction(w, self.dim)
         tf = _t_fraction(t)
-        with mpmath.workdps(dps + 10):
+        with mp_dps(dps + 10):
             val = mpmath.fsum(_mp_log_sinhc(_mp(self.radius * wk * tf)) for wk in wf)
-        with mpmath.workdps(dps):
+        with mp_dps(dps):
             return +val
 
     def cgf_sympy(self, a: Sequence[sp.Symbol]) -> sp.Expr:

@@ -31,10 +31,19 @@ from typing import Any
 
 import mpmath
 import numpy as np
-from flint import arb, arb_series, ctx, fmpq, fmpq_series
+from flint import arb, arb_series, fmpq, fmpq_series
 from scipy.special import logsumexp
 
-from .._validate import as_arguments, as_direction, as_token_set, to_fmpq, to_fraction
+from .._precision import flint_cap, flint_prec, mp_dps
+from .._validate import (
+    as_arguments,
+    as_token_set,
+    as_token_values,
+    exact_rows,
+    rational_direction,
+    to_fmpq,
+    to_fraction,
+)
 from ..errors import DomainError, InputError, PrecisionError
 
 __all__ = [
@@ -168,20 +177,27 @@ def log_mgf_mp(atoms: Any, a: Any, weights: Any = None, dps: int = 50) -> mpmath
     """
     if dps < 5:
         raise PrecisionError(f"dps={dps} is too low to mean anything; use at least 5")
-    x = as_token_set(atoms, "atoms")
-    av = np.asarray(a, dtype=np.float64).reshape(-1)
-    if av.shape[0] != x.shape[1] or not np.all(np.isfinite(av)):
-        raise InputError(f"a: expected {x.shape[1]} finite numbers, got {av.tolist()}")
-    w = normalize_weights(weights, x.shape[0]) if weights is not None else None
-    with mpmath.workdps(dps + 10):
-        scores = [mpmath.fsum(mpmath.mpf(float(ak)) * mpmath.mpf(float(xk)) for ak, xk in zip(av, row)) for row in x]
+    x, ex = as_token_values(atoms, "atoms")
+    try:
+        av = [to_fraction(v) for v in np.asarray(a, dtype=object).reshape(-1)]
+    except (TypeError, ValueError, InputError):
+        av = []
+    if len(av) != x.shape[1]:
+        raise InputError(f"a: expected {x.shape[1]} finite numbers, got {a!r}")
+    w = _exact_weights(weights, x.shape[0])
+
+    def mpq(q: Fraction) -> mpmath.mpf:
+        return mpmath.mpf(q.numerator) / q.denominator
+
+    with mp_dps(dps + 10):
+        scores = [mpmath.fsum(mpq(ak) * mpq(xk) for ak, xk in zip(av, row)) for row in exact_rows(x if ex is None else ex)]
         m = max(scores)
         if w is None:
             tot = mpmath.fsum(mpmath.exp(s - m) for s in scores) / len(scores)
         else:
-            tot = mpmath.fsum(mpmath.mpf(float(wj)) * mpmath.exp(s - m) for wj, s in zip(w, scores))
+            tot = mpmath.fsum(mpq(wj) * mpmath.exp(s - m) for wj, s in zip(w, scores)) / mpq(sum(w, Fraction(0)))
         val = m + mpmath.log(tot)
-    with mpmath.workdps(dps):
+    with mp_dps(dps):
         return +val
 
 
@@ -207,15 +223,11 @@ def series_log_mgf_exact(z: Sequence[Any], weights: Sequence[Any] | None, K: int
     for zj, wj in zip(zq, wq):
         if wj != 0:
             merged[zj] = merged.get(zj, fmpq(0)) + wj
-    old_cap = ctx.cap
-    ctx.cap = K + 1  # FLINT truncates every series at ctx.cap terms (default 10)
-    try:
+    with flint_cap(K + 1):  # FLINT truncates every series at ctx.cap terms (default 10)
         acc = fmpq_series([0], prec=K + 1)
         for zj, wj in merged.items():
             acc += wj * fmpq_series([0, zj], prec=K + 1).exp()
         coeffs = acc.log().coeffs()
-    finally:
-        ctx.cap = old_cap
     return [fmpq(coeffs[k]) if k < len(coeffs) else fmpq(0) for k in range(K + 1)]
 
 
@@ -227,23 +239,18 @@ def series_log_mgf_arb(z: Sequence[Any], weights: Sequence[Any] | None, K: int, 
     """
     if prec < 20:
         raise PrecisionError(f"prec={prec} bits is too low to mean anything; use at least 20")
-    with ctx.workprec(prec):
-        old_cap = ctx.cap
-        ctx.cap = K + 1
-        try:
-            zq = [_arb_exact(v) for v in z]
-            if weights is None:
-                wq = [arb(1) / len(zq)] * len(zq)
-            else:
-                raw = [_arb_exact(v) for v in weights]
-                tot = sum(raw, arb(0))
-                wq = [v / tot for v in raw]
-            acc = arb_series([0])
-            for zj, wj in zip(zq, wq):
-                acc += wj * arb_series([0, zj]).exp()
-            coeffs = acc.log().coeffs()
-        finally:
-            ctx.cap = old_cap
+    with flint_prec(prec), flint_cap(K + 1):
+        zq = [_arb_exact(v) for v in z]
+        if weights is None:
+            wq = [arb(1) / len(zq)] * len(zq)
+        else:
+            raw = [_arb_exact(v) for v in weights]
+            tot = sum(raw, arb(0))
+            wq = [v / tot for v in raw]
+        acc = arb_series([0])
+        for zj, wj in zip(zq, wq):
+            acc += wj * arb_series([0, zj]).exp()
+        coeffs = acc.log().coeffs()
         return [coeffs[k] if k < len(coeffs) else arb(0) for k in range(K + 1)]
 
 
@@ -284,34 +291,47 @@ def _project_exact(atoms: np.ndarray, w: Sequence[Any]) -> list[Fraction]:
     return out
 
 
+def _exact_weights(weights: Any, N: int) -> list[Fraction] | None:
+    """Token weights at their exact values (normalised later, exactly, by the series), or None."""
+    if weights is None:
+        return None
+    raw = list(np.asarray(weights, dtype=object).reshape(-1))
+    if len(raw) != N:
+        raise InputError(f"weights: got {len(raw)} weights for {N} tokens")
+    try:
+        out = [to_fraction(v) for v in raw]
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        raise InputError(f"weights: expected finite real numbers, got {raw!r} ({exc})") from None
+    if any(v < 0 for v in out) or sum(out, Fraction(0)) == 0:
+        raise InputError(f"weights: must be non-negative and not all zero, got {[str(v) for v in out]}")
+    return out
+
+
+def _projection(atoms: Any, w: Any) -> tuple[list[Fraction], int]:
+    """Exact projections ``<w, x_j>`` of the tokens at their exact values, and the token count."""
+    x, ex = as_token_values(atoms, "atoms")
+    wv = list(rational_direction(w, x.shape[1]))
+    if ex is None:
+        return _project_exact(x, wv), x.shape[0]
+    return [sum((wk * xk for wk, xk in zip(wv, row, strict=True)), Fraction(0)) for row in exact_rows(ex)], x.shape[0]
+
+
 def taylor_1d_exact(atoms: Any, w: Any, K: int, weights: Any = None) -> list[fmpq]:
     r"""Exact Taylor coefficients ``c_0..c_K`` of :math:`\Lambda_\mu^w(t) = \Lambda_\mu(t w)`.
 
-    The tokens and the direction are read at their exact (dyadic) values, so this is the
-    series of exactly the data given. ``c_k = kappa_k(<w, Y>) / k!``.
+    The tokens, the weights and the direction are read at their exact values (floats as the
+    dyadic rationals they are, ``Fraction``, integers and long doubles exactly), so this is
+    the series of exactly the data given. ``c_k = kappa_k(<w, Y>) / k!``.
     """
-    x = as_token_set(atoms, "atoms")
-    wv = list(w) if not isinstance(w, np.ndarray) else list(w.reshape(-1))
-    if len(wv) != x.shape[1]:
-        raise InputError(f"direction: has length {len(wv)}, the tokens have dimension {x.shape[1]}")
-    if all(to_fraction(v) == 0 for v in wv):
-        raise InputError("direction: has zero length; a direction must be non-zero")
-    z = _project_exact(x, wv)
-    wts = None if weights is None else list(normalize_weights(weights, x.shape[0]))
-    return series_log_mgf_exact(z, wts, K)
+    z, N = _projection(atoms, w)
+    return series_log_mgf_exact(z, _exact_weights(weights, N), K)
 
 
 def taylor_1d_arb(atoms: Any, w: Any, K: int, prec: int, weights: Any = None) -> list[arb]:
-    """Ball enclosures of the Taylor coefficients ``c_0..c_K`` of ``Lambda_mu(t w)`` at ``prec`` bits."""
-    x = as_token_set(atoms, "atoms")
-    wv = as_direction(w, x.shape[1]) if not _is_rational_seq(w) else list(w)
-    z = _project_exact(x, wv)
-    wts = None if weights is None else list(normalize_weights(weights, x.shape[0]))
-    return series_log_mgf_arb(z, wts, K, prec)
-
-
-def _is_rational_seq(w: Any) -> bool:
-    return isinstance(w, (list, tuple)) and all(isinstance(v, (Fraction, fmpq, int)) for v in w)
+    """Ball enclosures of the Taylor coefficients ``c_0..c_K`` of ``Lambda_mu(t w)`` at ``prec`` bits
+    (inputs at their exact values, as :func:`taylor_1d_exact`)."""
+    z, N = _projection(atoms, w)
+    return series_log_mgf_arb(z, _exact_weights(weights, N), K, prec)
 
 
 def cumulants_1d_exact(atoms: Any, w: Any, K: int, weights: Any = None) -> list[Fraction]:
@@ -369,8 +389,10 @@ def joint_cumulants(
         raise DomainError(f"{len(idx)} multi-indices for d={d}, K={K} exceeds max_terms={max_terms}")
     wts = normalize_weights(weights, N)
     if exact:
-        X = [[to_fraction(float(v)) for v in row] for row in x]
-        W = [to_fraction(float(v)) for v in wts] if weights is not None else [Fraction(1, N)] * N
+        ex = as_token_values(atoms, "atoms")[1]
+        X = exact_rows(x if ex is None else ex)
+        raw_w = _exact_weights(weights, N)
+        W = [Fraction(1, N)] * N if raw_w is None else [v / sum(raw_w, Fraction(0)) for v in raw_w]
         one, zero = Fraction(1), Fraction(0)
     else:
         X = x.tolist()

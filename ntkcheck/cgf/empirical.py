@@ -18,7 +18,8 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .._validate import as_token_set
+from .._precision import mp_dps
+from .._validate import as_token_values, exact_rows, real_values
 from .._validate import rational_direction as _direction
 from ..errors import DomainError, InputError
 from . import core as _cgf
@@ -61,6 +62,33 @@ def exact_masses(weights: Any, n_tokens: int, name: str = "weights") -> list[Fra
     return [v / tot for v in out]
 
 
+def _distinct_rows(x: np.ndarray, ex: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The first index of each distinct row, in order of first appearance, and each row's slot
+    among them; rows are compared exactly (the given values ``ex`` when they are not doubles)."""
+    if ex is not None and ex.dtype == object:
+        seen: dict[tuple[Any, ...], int] = {}
+        slot_l = [seen.setdefault(r, len(seen)) for r in exact_rows(ex)]
+        firsts: dict[int, int] = {}
+        for j, s in enumerate(slot_l):
+            firsts.setdefault(s, j)
+        return np.array([firsts[s] for s in range(len(seen))], dtype=np.intp), np.array(slot_l, dtype=np.intp)
+    if ex is None:
+        key = x
+    elif ex.dtype.kind == "f":  # long double: an exact (hi, lo) pair of doubles per value
+        hi = ex.astype(np.float64)
+        key = np.concatenate([hi, (ex - hi.astype(ex.dtype)).astype(np.float64)], axis=1) + 0.0
+    else:
+        key = ex
+    key = np.ascontiguousarray(key)
+    # each row as one opaque byte string: equal bytes <=> equal values once -0.0 is gone
+    rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1])))
+    _, first, inverse = np.unique(rows.reshape(-1), return_index=True, return_inverse=True)
+    order = np.argsort(first)  # distinct rows in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.shape[0])
+    return first[order], rank[inverse.reshape(-1)]
+
+
 @dataclass(frozen=True, eq=False)
 class Empirical(Family):
     r"""The empirical law :math:`\mu = \sum_j m_j \delta_{x_j}` of a token sample.
@@ -73,9 +101,10 @@ class Empirical(Family):
 
     Parameters
     ----------
-    atoms : (N, d) float array
-        The tokens (repeats allowed). Complex, boolean, string and object arrays are
-        refused.
+    atoms : (N, d) array of real numbers
+        The tokens (repeats allowed): floats, integers of any size, ``Fraction``,
+        ``Decimal`` or ``np.longdouble``, each read at its exact value. Complex, boolean and
+        string arrays are refused.
     weights : (N,) sequence, optional
         Non-negative token weights, default ``1/N`` each; read exactly
         (:func:`exact_masses`).
@@ -83,19 +112,28 @@ class Empirical(Family):
     Attributes
     ----------
     atoms : (m, d) read-only float array
-        The distinct atoms, in order of first appearance.
+        The distinct atoms, in order of first appearance, as the nearest doubles: the
+        float64 view the float routes compute with. Distinct atoms are found by exact
+        equality, so ``1`` and ``1 + 2^-60`` are two atoms even though their doubles coincide.
     weights : tuple of Fraction
         Their exact masses (sum exactly one); zero-mass tokens are dropped.
     n_tokens : int
         Number of tokens given.
     counts : (m,) int array
         How many given tokens each atom merges.
+    rounded : bool
+        Whether ``atoms`` differs from the values given (then :meth:`rational_atoms` holds
+        them, and every exact route uses them; theory/certificates.md).
 
     Examples
     --------
     >>> law = Empirical(np.array([[0.0], [1.0], [0.0], [0.0]]))
     >>> law.atoms[:, 0].tolist(), [str(m) for m in law.weights], law.n_tokens
     ([0.0, 1.0], ['3/4', '1/4'], 4)
+    >>> from fractions import Fraction
+    >>> law = Empirical([[Fraction(1, 10)], [Fraction(1, 5)]])
+    >>> law.rounded, [str(x[0]) for x in law.rational_atoms()], law.projected([1])
+    (True, ['1/10', '1/5'], [Fraction(1, 10), Fraction(1, 5)])
     """
 
     atoms: np.ndarray
@@ -104,23 +142,19 @@ class Empirical(Family):
     counts: np.ndarray = field(init=False, repr=False)
     _w: np.ndarray = field(init=False, repr=False)
     _proj: dict[tuple[Fraction, ...], list[Fraction]] = field(init=False, repr=False, default_factory=dict)
+    _exact: np.ndarray | None = field(init=False, repr=False, default=None)
+    _rational: list[tuple[Fraction, ...]] | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
-        x = as_token_set(self.atoms, "atoms")
+        x, ex = as_token_values(self.atoms, "atoms")
         n_tok = x.shape[0]
         masses = exact_masses(self.weights, n_tok)
         keep = [j for j, mj in enumerate(masses) if mj != 0]
         x = x[keep] + 0.0  # + 0.0 maps -0.0 to 0.0: the two are one point
+        ex = None if ex is None else ex[keep]
         masses = [masses[j] for j in keep]
-        # each row as one opaque byte string: equal bytes <=> equal floats once -0.0 is gone
-        rows = np.ascontiguousarray(x).view(np.dtype((np.void, x.dtype.itemsize * x.shape[1])))
-        _, first, inverse = np.unique(rows.reshape(-1), return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        order = np.argsort(first)  # distinct atoms in order of first appearance
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.shape[0])
-        slot = rank[inverse]
-        m = order.shape[0]
+        first, slot = _distinct_rows(x, ex)
+        m = first.shape[0]
         counts = np.bincount(slot, minlength=m)
         if self.weights is None:  # uniform tokens: an atom's mass is its count over N
             merged = [Fraction(int(c), n_tok) for c in counts]
@@ -128,7 +162,7 @@ class Empirical(Family):
             merged = [Fraction(0)] * m
             for j, s in enumerate(slot):
                 merged[int(s)] += masses[j]
-        atoms = np.ascontiguousarray(x[first[order]])
+        atoms = np.ascontiguousarray(x[first])
         atoms.setflags(write=False)  # projections are memoised: the atoms must not change under them
         counts.setflags(write=False)
         object.__setattr__(self, "atoms", atoms)
@@ -136,6 +170,31 @@ class Empirical(Family):
         object.__setattr__(self, "n_tokens", int(n_tok))
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "_w", np.array([float(v) for v in merged]))
+        if ex is not None:
+            exact = real_values(ex[first], "atoms")[1]  # None when the tokens that round were dropped
+            if exact is not None:
+                exact.setflags(write=False)
+                object.__setattr__(self, "_exact", exact)
+
+    @property
+    def rounded(self) -> bool:
+        """True when the float64 :attr:`atoms` are not the values given (some token is not a double)."""
+        return self._exact is not None
+
+    def rational_atoms(self) -> list[tuple[Fraction, ...]]:
+        """The distinct atoms at their exact values, as tuples of ``Fraction`` (memoised)."""
+        if self._rational is None:
+            src = self._exact if self._exact is not None else self.atoms
+            object.__setattr__(self, "_rational", exact_rows(src))
+        assert self._rational is not None
+        return self._rational
+
+    def atom_keys(self) -> list[tuple[Any, ...]]:
+        """One hashable key per distinct atom, equal for equal points (exact): float tuples when the
+        atoms are doubles, else ``Fraction`` tuples (Python hashes equal numbers alike)."""
+        if self._exact is not None:
+            return list(self.rational_atoms())
+        return [tuple(float(v) for v in row) for row in self.atoms]
 
     @property
     def n_atoms(self) -> int:
@@ -153,11 +212,16 @@ class Empirical(Family):
         return int(self.counts.max())
 
     def projected(self, w: Any) -> list[Fraction]:
-        """Exact projections :math:`\\langle w, x_j\rangle` of the atoms (memoised per direction)."""
+        """Exact projections :math:`\\langle w, x_j\rangle` of the atoms, at their exact values
+        (memoised per direction)."""
         wf = tuple(_direction(w, self.dim))
         got = self._proj.get(wf)
         if got is None:
-            got = _cgf._project_exact(self.atoms, wf)
+            if self._exact is None:
+                got = _cgf._project_exact(self.atoms, wf)
+            else:
+                got = [sum((wk * xk for wk, xk in zip(wf, row, strict=True) if wk), Fraction(0))
+                       for row in self.rational_atoms()]
             self._proj[wf] = got
         return got
 
@@ -172,7 +236,7 @@ class Empirical(Family):
     @property
     def quadratic(self) -> bool:
         # one distinct atom: the CGF is linear
-        return bool(np.all(self.atoms == self.atoms[0]))
+        return self.n_atoms == 1
 
     def cgf(self, a: Any) -> Any:
         return _cgf.log_mgf(self.atoms, a, self._w)
@@ -180,14 +244,14 @@ class Empirical(Family):
     def cgf_1d_mp(self, t: Any, w: Any, dps: int = 50) -> mpmath.mpf:
         _check_dps(dps)
         proj = self.projected(w)
-        with mpmath.workdps(dps + 10):
+        with mp_dps(dps + 10):
             tt = mpmath.mpf(t) if not isinstance(t, Fraction) else mpmath.mpf(t.numerator) / t.denominator
             s = [tt * (mpmath.mpf(zj.numerator) / zj.denominator) for zj in proj]
             m = max(s)
             tot = mpmath.fsum(mpmath.mpf(wj.numerator) / wj.denominator * mpmath.exp(sj - m)
                               for wj, sj in zip(self.weights, s, strict=True))
             val = m + mpmath.log(tot)
-        with mpmath.workdps(dps):
+        with mp_dps(dps):
             return +val
 
     def exact_weights(self) -> list[Fraction]:
@@ -198,8 +262,8 @@ class Empirical(Family):
         syms = _symbols(a, self.dim)
         terms = []
         wts = [sp.Rational(v.numerator, v.denominator) for v in self.exact_weights()]
-        for wj, row in zip(wts, self.atoms, strict=True):
-            score = sp.Add(*[sp.Rational(_cgf.to_fraction(float(xk)).numerator, _cgf.to_fraction(float(xk)).denominator) * ak for xk, ak in zip(row, syms, strict=True)])
+        for wj, row in zip(wts, self.rational_atoms(), strict=True):
+            score = sp.Add(*[sp.Rational(xk.numerator, xk.denominator) * ak for xk, ak in zip(row, syms, strict=True)])
             terms.append(wj * sp.exp(score))
         return sp.log(sp.Add(*terms))
 

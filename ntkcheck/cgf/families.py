@@ -21,8 +21,9 @@ import mpmath
 import numpy as np
 import sympy as sp
 
+from .._precision import mp_dps
 from .._validate import rational_direction as _direction
-from ..errors import DomainError, InputError, PrecisionError
+from ..errors import DomainError, InputError
 from . import core as _cgf
 from ._series import (
     _arb_context,
@@ -135,9 +136,9 @@ class GaussianConvolution(_CovMixin, Family):
         wf = _direction(w, self.dim)
         tf = _t_fraction(t)
         b = self.base.cgf_1d_mp(tf, wf, dps + 10)
-        with mpmath.workdps(dps + 10):
+        with mp_dps(dps + 10):
             val = b + _mp(self._s(wf) * tf * tf / 2)
-        with mpmath.workdps(dps):
+        with mp_dps(dps):
             return +val
 
     def cgf_sympy(self, a: Sequence[sp.Symbol]) -> sp.Expr:
@@ -223,9 +224,9 @@ class Translation(Family):
         wf = _direction(w, self.dim)
         tf = _t_fraction(t)
         b = self.base.cgf_1d_mp(tf, wf, dps + 10)
-        with mpmath.workdps(dps + 10):
+        with mp_dps(dps + 10):
             val = b + _mp(_dot(wf, self.shift) * tf)
-        with mpmath.workdps(dps):
+        with mp_dps(dps):
             return +val
 
     def cgf_sympy(self, a: Sequence[sp.Symbol]) -> sp.Expr:
@@ -316,9 +317,9 @@ class EmpiricalConvolution(Family):
         _check_dps(dps)
         wf = _direction(w, self.dim)
         tf = _t_fraction(t)
-        with mpmath.workdps(dps + 10):
+        with mp_dps(dps + 10):
             val = self.first.cgf_1d_mp(tf, wf, dps + 10) + self.second.cgf_1d_mp(tf, wf, dps + 10)
-        with mpmath.workdps(dps):
+        with mp_dps(dps):
             return +val
 
     def cgf_sympy(self, a: Sequence[sp.Symbol]) -> sp.Expr:
@@ -348,26 +349,22 @@ class EmpiricalConvolution(Family):
     def as_empirical(self, strict: bool = True) -> Empirical:
         r"""The same law as an :class:`Empirical` on the pairwise sums :math:`x_i + y_j`, weights :math:`w_i v_j`.
 
-        The masses are exact rational products. ``strict=True`` raises
-        :class:`~ntkcheck.errors.PrecisionError` when a sum is not exactly representable in
-        float64, since the result would then be a different law than ``first * second`` and
-        exact identities would fail.
+        The masses are exact rational products. ``strict=True`` (default): the sums are exact,
+        so the result is exactly ``first * second`` (its atoms are rational where a sum is not
+        a double: :attr:`Empirical.rounded`). ``strict=False``: the sums rounded to float64, a
+        different law when one of them rounds (the doubles are then the values given).
         """
+        wts = [wi * vj for wi in self.first.weights for vj in self.second.weights]  # exact rationals
         x, y = self.first.atoms, self.second.atoms
         sums = (x[:, None, :] + y[None, :, :]).reshape(-1, self.dim)
-        wts = [wi * vj for wi in self.first.weights for vj in self.second.weights]  # exact rationals
-        if strict:
-            n2 = y.shape[0]
-            for i, xi in enumerate(x):
-                for j, yj in enumerate(y):
-                    s = sums[i * n2 + j]
-                    for k in range(self.dim):
-                        if Fraction(float(xi[k])) + Fraction(float(yj[k])) != Fraction(float(s[k])):
-                            raise PrecisionError(
-                                f"as_empirical: atom {i} + atom {j} (coordinate {k}: {xi[k]!r} + {yj[k]!r}) "
-                                "is not exactly representable in float64; use dyadic tokens or strict=False"
-                            )
-        return Empirical(sums, wts)
+        if not strict:
+            return Empirical(sums, wts)
+        exact = np.array([[a + b for a, b in zip(xi, yj, strict=True)] for xi in self.first.rational_atoms()
+                          for yj in self.second.rational_atoms()], dtype=object)
+        if not (self.first.rounded or self.second.rounded) and all(
+                Fraction(float(v)) == v for v in exact.reshape(-1)):
+            return Empirical(sums, wts)  # every sum is a double: keep the float array
+        return Empirical(exact, wts)
 
 
 # ------------------------------------------------------------------------- registry

@@ -18,6 +18,7 @@ import numpy as np
 import sympy as sp
 from flint import arb, fmpq
 
+from .._precision import mp_dps
 from .._validate import rational_direction as _direction
 from ..errors import DomainError, InputError
 from ._series import (
@@ -145,9 +146,9 @@ class Laplace(_CovMixin, Family):
             raise DomainError(
                 f"Laplace: t = {float(tf):.6g} is outside the MGF domain |t| < {self.mgf_radius(wf):.6g}"
             )
-        with mpmath.workdps(dps + 10):
+        with mp_dps(dps + 10):
             val = -mpmath.log1p(-_mp(u))
-        with mpmath.workdps(dps):
+        with mp_dps(dps):
             return +val
 
     def cgf_sympy(self, a: Sequence[sp.Symbol]) -> sp.Expr:
@@ -250,7 +251,7 @@ class Gaussian(_CovMixin, Family):
         wf = _direction(w, self.dim)
         tf = _t_fraction(t)
         val = _dot(wf, self.mean) * tf + self._s(wf) * tf * tf / 2
-        with mpmath.workdps(dps):
+        with mp_dps(dps):
             return _mp(val)
 
     def cgf_sympy(self, a: Sequence[sp.Symbol]) -> sp.Expr:
@@ -333,9 +334,9 @@ class GaussianMixture2(_CovMixin, Family):
         _check_dps(dps)
         wf = _direction(w, self.dim)
         tf = _t_fraction(t)
-        with mpmath.workdps(dps + 10):
+        with mp_dps(dps + 10):
             val = _mp_log_cosh(_mp(_dot(wf, self.m) * tf)) + _mp(self._s(wf) * tf * tf / 2)
-        with mpmath.workdps(dps):
+        with mp_dps(dps):
             return +val
 
     def cgf_sympy(self, a: Sequence[sp.Symbol]) -> sp.Expr:

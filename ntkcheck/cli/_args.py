@@ -89,12 +89,13 @@ EXIT_CODES: dict[str, str] = {
               "Without PATH and --family (the seed's examples): 0 every verdict certified and as the seed "
               "says, 1 a verdict disagrees with the seed, 3 some verdict inconclusive.",
     "screen": "0 NTK Gram certified positive (a rigorous lower bound on lambda_min) and the Prop. 8 cross-check agrees; "
-              "1 Gram singular, certified by an exact CGF dependency with overlap (Prop. 8), or the "
-              "cross-check disagrees; 3 not certified (positive in float64 only, --no-certify, or no "
-              "prediction); 2 bad input.",
+              "1 Gram singular, certified by an exact CGF dependency with overlap (Prop. 8) or by an exact "
+              "proof on these heads, or the cross-check disagrees; 3 not certified (positive in float64 only, "
+              "--no-certify, no prediction, or a certificate that holds only for the float64 rounding of "
+              "tokens or heads given at other values); 2 bad input.",
     "gram": "0 Gram certified positive (--certify, or cheap enough to certify by default); 1 singular by a "
-            "named dependence structure (duplicates, translates, products, Diracs); 3 not certified; "
-            "2 bad input.",
+            "named dependence structure (duplicates, translates, products, Diracs) or proved singular in "
+            "exact arithmetic on these heads; 3 not certified; 2 bad input.",
     "flow": "0 the run ended (certified or not: the report says which); 1 the Thm. 8.5 guarantee is "
             "certified but the run contradicts it (eq. 31 fails or the displacement exceeds the bound); "
             "2 bad input.",

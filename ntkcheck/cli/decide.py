@@ -63,8 +63,10 @@ def register(sub: Any) -> None:
                    "(seed 003 Def. 6; default weak)")
     p.add_argument("--direction", help="direction w for the strong property, comma separated (default: searched)")
     p.add_argument("--method", choices=("auto", "exact", "interval", "float"), default="auto",
-                   help="engine: exact (rational identities and minors), interval (Arb ball bounds), float "
-                   "(evidence only, never certified), auto (cheapest certified first; default auto)")
+                   help="engine: exact (rational identities and minors), interval (Arb ball bounds, precision "
+                   "raised up to --digits), float (the same Arb ball bounds at 53 bits only: a rigorous certificate "
+                   "when double precision resolves the truncation, else inconclusive), auto (cheapest certified "
+                   "first; default auto). Every engine proves dependence only by an exact identity")
     p.add_argument("--digits", type=int, default=None,
                    help="highest working precision in decimal digits, at least 16 (default: about 1233, i.e. "
                    "4096 bits, the top of the precision ladder)")

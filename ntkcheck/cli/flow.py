@@ -94,6 +94,8 @@ def register(subparsers: Any) -> None:
 
 
 def _load(args: argparse.Namespace) -> tuple[list[Any], str]:
+    import numpy as np
+
     from ..dynamics import default_samples
     from ..io.files import load_samples
 
@@ -107,6 +109,11 @@ def _load(args: argparse.Namespace) -> tuple[list[Any], str]:
             samples, source = load_samples(bundled_path("screen_default.npz")), "bundled screen_default.npz"
     else:
         samples, source = load_samples(args.path), str(args.path)
+    rounded = [i for i, s in enumerate(samples) if s.dtype != np.float64]
+    if rounded:  # the flow runs in float64: say so rather than round silently
+        samples = [np.asarray(s, dtype=np.float64) for s in samples]
+        source += (f" (samples {rounded} hold values that are not doubles: rounded to their nearest doubles, "
+                   "which the flow and its certificate are about)")
     if args.samples is not None:
         try:
             idx = [int(t) for t in args.samples.split(",") if t.strip()]

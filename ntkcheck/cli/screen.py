@@ -192,7 +192,7 @@ def run_gram(args: argparse.Namespace) -> int:
         kc = KernelComparison.of(st, res, sub)
     if res.certified_positive:
         code = EXIT_OK
-    elif st is not None and st.predicted_kernel > 0 and not res.positive:
+    elif res.status == "singular" or (st is not None and st.predicted_kernel > 0 and not res.positive):
         code = EXIT_NEGATIVE
     else:
         code = EXIT_INCONCLUSIVE

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from .._precision import PRECISION_LOCK
 from .._progress import progress_bar
 from ..cgf import Empirical, as_laws
 from ..errors import InputError
@@ -57,11 +57,11 @@ from .gram import dask_client
 
 __all__ = ["SweepRow", "SweepResult", "sweep", "sweep_grid"]
 
-#: screenings in one process run one at a time: the exact and ball arithmetic below them
-#: sets process-global precision (``mpmath.workdps``, python-flint's ``ctx.prec``), and two
-#: threads screening at once were seen to corrupt each other's verdicts (a dependent weak
-#: verdict came back "inconclusive"). Parallelism comes from worker processes.
-_SCREEN_LOCK = threading.Lock()
+#: screenings in one process run one at a time, under the package's precision lock (the exact
+#: and ball arithmetic below them sets process-global precision: ``ntkcheck._precision``), so a
+#: sweep on threaded workers and the user's own threads share one lock. Parallelism comes from
+#: worker processes.
+_SCREEN_LOCK = PRECISION_LOCK
 
 
 @dataclass(frozen=True)

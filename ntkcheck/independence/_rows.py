@@ -19,6 +19,7 @@ import numpy as np
 from flint import arb, nmod_mat
 
 from .._budget import Budget
+from .._precision import mp_prec
 from ..cgf import Empirical, Family
 from ..cgf.core import series_log_mgf_modp
 from . import rank as C
@@ -298,7 +299,7 @@ def _two_precision_null(run: _Run, dirs: list[tuple[Fraction, ...]], bits: int =
         rows, _, _ = _ball_rows(run, dirs, K, prec)
         if not rows or not rows[0] or len(rows[0]) < 1:
             return None
-        with mpmath.workprec(prec):
+        with mp_prec(prec):
             A = mpmath.matrix([[_arb_mid_mpf(v) for v in r] for r in rows])
             for j in range(A.cols):
                 colmax = max(abs(A[i, j]) for i in range(A.rows))

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import as_samples
+from .._validate import as_exact_samples, exact_rows
 from ..cgf.core import _project_exact, normalize_weights, to_fraction
 from ..errors import InputError
 from .rank import qstr
@@ -109,7 +109,8 @@ def gap_condition(samples: Any, direction: Sequence[Any], weights: Sequence[Any]
 
     given = list(samples) if isinstance(samples, (list, tuple)) else None
     memo = given if given is not None and given and all(isinstance(m, Empirical) for m in given) else None
-    xs = [m.atoms for m in memo] if memo is not None else as_samples(samples)
+    # token arrays at their exact values (a long double or Fraction token is not rounded)
+    xs = [m.atoms for m in memo] if memo is not None else as_exact_samples(samples)
     d = xs[0].shape[1]
     w = [to_fraction(v) for v in direction]
     if len(w) != d:
@@ -121,7 +122,10 @@ def gap_condition(samples: Any, direction: Sequence[Any], weights: Sequence[Any]
             if wi is not None and np.any(normalize_weights(wi, x.shape[0]) == 0):
                 raise InputError(f"sample {i}: zero weights; drop those tokens before checking the gap condition")
     # Empirical laws memoise their projections (the engine asks for the same ones again)
-    proj = [m.projected(w) for m in memo] if memo is not None else [_project_exact(x, w) for x in xs]
+    proj = ([m.projected(w) for m in memo] if memo is not None else
+            [_project_exact(x, w) if x.dtype == np.float64 else
+             [sum((wk * xk for wk, xk in zip(w, row, strict=True)), Fraction(0)) for row in exact_rows(x)]
+             for x in xs])
     wt = tuple(w)
     reasons = []
     for side, top in (("top", True), ("bottom", False)):

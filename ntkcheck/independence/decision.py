@@ -128,9 +128,11 @@ def as_measures(measures: Any) -> list[Family]:
 
 def _named(m: Any, i: int) -> Empirical:
     """Token array ``i`` of a list that also holds families, with its own index in the messages."""
-    from .._validate import as_token_set
-
-    return Empirical(as_token_set(m, name=f"sample {i}"))
+    try:
+        return Empirical(m)
+    except InputError as exc:
+        msg = str(exc)
+        raise InputError(f"sample {i}" + msg[len("atoms"):] if msg.startswith("atoms") else f"sample {i}: {msg}") from None
 
 
 def candidate_directions(d: int, count: int, seed: int = 0) -> list[tuple[Fraction, ...]]:

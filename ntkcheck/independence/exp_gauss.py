@@ -83,7 +83,7 @@ def _empirical_form(m: Empirical, w: Sequence[Fraction] | None) -> ExpGaussForm:
         for z, p in zip(m.projected(w), m.weights):
             out[(z,)] = out.get((z,), Fraction(0)) + p
         return ExpGaussForm(out, ((Fraction(0),),))
-    atoms = {tuple(Fraction(float(x)) for x in row): p for row, p in zip(m.atoms.tolist(), m.weights)}
+    atoms = dict(zip(m.rational_atoms(), m.weights, strict=True))  # the exact atoms, distinct
     return ExpGaussForm(atoms, _zero(m.dim))
 
 

@@ -43,6 +43,7 @@ from typing import Any
 import sympy as sp
 
 from .._budget import UNLIMITED, Budget
+from .._precision import mp_dps
 from ..cgf import (
     Empirical,
     EmpiricalConvolution,
@@ -481,7 +482,7 @@ def numerically_affine(
 
     d = measures[0].dim
     dirs = [list(direction)] if direction is not None else [[Fraction(k % 3 + 1, k + 2) for k in range(d)], [Fraction((-1) ** k * (k + 2), 3) for k in range(d)]]
-    with mpmath.workdps(dps + 20):
+    with mp_dps(dps + 20):
         for w in dirs:
             budget.check("numerical filter of a candidate null vector")
             R = min(m.mgf_radius(w) for m in measures)

@@ -32,7 +32,9 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
-from flint import arb, arb_mat, ctx, fmpq, fmpq_mat, nmod_mat
+from flint import arb, arb_mat, fmpq, fmpq_mat, nmod_mat
+
+from .._precision import flint_prec
 
 __all__ = [
     "PRIMES",
@@ -366,7 +368,7 @@ def ball_attempt(
         return None, None
     S = scaled if scaled is not None else scale_rows(rows)
     estimate = None
-    with ctx.workprec(prec):
+    with flint_prec(prec):
         rs = [_pow2(v) for v in S.row_exp]
         for cols in _column_candidates(S.A, labels):
             cs = [_pow2(S.col_exp[j]) for j in cols]

@@ -21,20 +21,24 @@ Formats (one dataset of ``n`` samples of ``d``-dimensional tokens):
 
 Only plain real numeric arrays are read (integers and floats): pickled objects,
 complex, boolean, string and other dtypes are refused with a message naming the file
-and the dtype, never converted silently.
+and the dtype, never converted silently. Values are kept exact: integer arrays beyond
+2^53, long doubles and CSV decimals that are not doubles (``0.1``) reach the exact engines
+at the values in the file (theory/certificates.md, "Inputs: exact, refused or rounded").
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import re
+from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._validate import as_samples
+from .._validate import as_exact_samples
 from ..cgf import Empirical, as_laws
 from ..errors import InputError
 
@@ -54,14 +58,14 @@ def bundled_path(name: str = "screen_default.npz") -> Path:
 
 
 def _real(arr: np.ndarray, where: str) -> np.ndarray:
-    """``arr`` if it holds real numbers that fit float64; else an InputError naming ``where``."""
+    """``arr`` if it holds real numbers within the float64 range; else an InputError naming ``where``.
+
+    Integers (any width) and long doubles are kept as they are: their values are exact even
+    where float64 would round them (theory/certificates.md, "Inputs: exact, refused or rounded")."""
     if arr.dtype.kind not in "iuf":
         what = _KINDS.get(arr.dtype.kind, "non-numeric")
         raise InputError(f"{where}: expected real numeric tokens (integers or floats), got a {what} array "
                          f"(dtype {arr.dtype}); convert the tokens to float64 first")
-    if arr.dtype.kind in "iu" and arr.size and (int(arr.max()) > 2**53 or int(arr.min()) < -(2**53)):
-        raise InputError(f"{where}: an integer token coordinate exceeds 2^53 and would be rounded in float64; "
-                         "rescale the tokens")
     if arr.dtype.kind == "f" and arr.dtype.itemsize > 8:  # long double: may exceed float64
         big = np.abs(arr[np.isfinite(arr)])
         if big.size and big.max() > np.finfo(np.float64).max:
@@ -153,8 +157,8 @@ def _read_csv(p: Path) -> Any:
         try:
             sid = int(r[col["sample"]])
             pos = int(r[col["token"]]) if "token" in col else line
-            x = [float(r[col[c]]) for c in want]
-        except ValueError:
+            x = [_decimal(r[col[c]]) for c in want]
+        except (ValueError, ZeroDivisionError):
             raise InputError(f"{p}, line {line}: expected an integer sample id"
                              f"{', an integer token index' if 'token' in col else ''} and numbers, got {r}") from None
         samples.setdefault(sid, []).append((pos, x))
@@ -167,8 +171,20 @@ def _read_csv(p: Path) -> Any:
         pos = [t[0] for t in toks]
         if "token" in col and len(set(pos)) != len(pos):
             raise InputError(f"{p}: sample {sid} repeats a token index")
-        out.append(np.array([t[1] for t in toks], dtype=np.float64))
+        vals = [t[1] for t in toks]
+        exact = all(isinstance(v, float) for row in vals for v in row)
+        out.append(np.array(vals, dtype=np.float64 if exact else object))
     return out
+
+
+def _decimal(text: str) -> float | Fraction:
+    """A CSV coordinate at its exact value: the float when the decimal is a double (``0.25``), else
+    the ``Fraction`` it denotes (``0.1`` is 1/10); ``nan`` and ``inf`` stay floats (refused later)."""
+    x = float(text)
+    if not math.isfinite(x):
+        return x
+    q = Fraction(text.strip())
+    return x if Fraction(x) == q else q
 
 
 def _read(p: Path) -> Any:
@@ -218,12 +234,15 @@ def load_samples(path: str | Path) -> list[np.ndarray]:
 
     Returns
     -------
-    list of (N_i, d) float arrays, validated (finite, non-empty, one dimension).
+    list of (N_i, d) arrays, validated (finite, non-empty, one dimension): float64 when the
+    file's values are doubles, else the exact values (the integer or long-double array as
+    stored, or, for a CSV decimal such as ``0.1``, an object array of ``Fraction``), so that
+    nothing is rounded before the exact engines see it.
     """
     p = Path(path)
     raw = _read(p)
     try:
-        return as_samples(raw)
+        return as_exact_samples(raw)
     except InputError as exc:
         raise _in_file(p, exc) from None
 

@@ -40,7 +40,7 @@ class KernelPrediction:
 
     c: tuple[Any, ...]
     alpha_zero: bool
-    nu: tuple[tuple[tuple[float, ...], int], ...]
+    nu: tuple[tuple[tuple[Any, ...], int], ...]
     p: np.ndarray
     source: str
     shared: int = 0
@@ -49,7 +49,7 @@ class KernelPrediction:
         return {
             "c": [str(v) for v in self.c],
             "alpha_zero": self.alpha_zero,
-            "nu": [{"atom": list(a), "mass": m} for a, m in self.nu],
+            "nu": [{"atom": [float(v) for v in a], "mass": m} for a, m in self.nu],
             "p": [float(v) for v in self.p],
             "source": self.source,
             "shared": self.shared,
@@ -91,6 +91,11 @@ def _sufficiency_verdict(g: GramResult) -> _Verdict:
         return _Verdict("sufficiency", "not needed", None, None, "inconclusive",
                         "Prop. 8 predicts a positive Gram, but H d < M makes the finite-head Gram "
                         "singular by rank: add heads.")
+    if g.status == "singular" and g.certified is not None:
+        return _Verdict("sufficiency", "not needed", None, None, "no prediction",
+                        "independent CGFs => injective NTK for a head law whose support contains an open set "
+                        f"(Prop. 8); these heads are degenerate: {g.certified.detail} (proved), which Prop. 8 "
+                        "does not exclude for finitely many heads.")
     if g.positive:
         how = (f"certified, {g.certified.how}: lambda_min >= {g.certified.lower_bound:.3g}"
                if g.certified_positive and g.certified

@@ -26,7 +26,10 @@ def _lex_order(X: np.ndarray) -> np.ndarray:
 def _exact_mean(law: Empirical) -> tuple[Fraction, ...]:
     r""":math:`\sum_a m_a x_a` exactly: each double is ``M 2^e`` with an integer ``M`` (``frexp``),
     so a coordinate is an integer combination of shifted mantissas over a common
-    denominator, summed in Python integers."""
+    denominator, summed in Python integers (a law given at non-double values: in ``Fraction``)."""
+    if law.rounded:
+        return tuple(sum((w * x[k] for w, x in zip(law.weights, law.rational_atoms(), strict=True)), Fraction(0))
+                     for k in range(law.dim))
     mant, ex = np.frexp(law.atoms)
     M = (mant * 2.0**53).astype(np.int64)  # exact: |mant| in [0.5, 1)
     ex = ex.astype(np.int64) - 53
@@ -41,10 +44,6 @@ def _exact_mean(law: Empirical) -> tuple[Fraction, ...]:
         num = sum(wa * (ma << (ea - E)) for wa, ma, ea in zip(W, col_m, col_e, strict=True))
         out.append(Fraction(num, den) * (Fraction(2) ** E))
     return tuple(out)
-
-
-def _frac_row(row: np.ndarray) -> tuple[Fraction, ...]:
-    return tuple(Fraction(float(v)) for v in row)
 
 
 @dataclass(eq=False)
@@ -65,19 +64,29 @@ class _Laws:
         return self.laws[0].dim
 
     def sorted(self, i: int) -> tuple[np.ndarray, tuple[Fraction, ...]]:
-        """Atoms in lex order and their exact masses in the same order."""
+        """Atoms in lex order and their exact masses in the same order (the float64 atoms; the order
+        of the exact atoms when the law's values are not doubles: then use :meth:`sorted_exact`)."""
         got = self._sorted.get(i)
         if got is None:
             law = self.laws[i]
-            o = _lex_order(law.atoms)
+            if law.rounded:
+                fr = self.fractions(i)
+                o = np.array(sorted(range(law.n_atoms), key=lambda a: fr[a]), dtype=np.intp)
+            else:
+                o = _lex_order(law.atoms)
             got = (law.atoms[o], tuple(law.weights[int(k)] for k in o))
             self._sorted[i] = got
         return got
 
+    def sorted_exact(self, i: int) -> list[tuple[Fraction, ...]]:
+        """The exact atoms in lex order (the order of :meth:`sorted`)."""
+        return sorted(self.fractions(i))
+
     def fractions(self, i: int) -> list[tuple[Fraction, ...]]:
+        """The atoms at their exact values (``Fraction`` tuples), in the law's order."""
         got = self._fr.get(i)
         if got is None:
-            got = [_frac_row(r) for r in self.laws[i].atoms]
+            got = list(self.laws[i].rational_atoms())
             self._fr[i] = got
         return got
 

@@ -29,13 +29,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from flint import arb, arb_mat, ctx, fmpq
+from flint import arb, arb_mat, fmpq
 
+from .._precision import flint_prec
 from .._progress import progress_bar
 from ..cgf.empirical import Empirical, as_laws
 from ..errors import InputError, PrecisionError
 from . import _rounding as rnd
 from ._arb_fast import preconditioned_bound
+from ._inputs import carried_over, rounded_inputs, rounding_radius
 from .features import DEFAULT_CHUNK, Heads, _as_chunk, _as_heads, _atom_count
 
 __all__ = [
@@ -75,13 +77,21 @@ class GramCertificate:
     :math:`F F^T \succeq 0`, :math:`\lambda_{\min} = 1/\|G^{-1}\|_2 \ge 1/\|G^{-1}\|_F`,
     bounded below rigorously by ``lower_bound``. ``kind="inconclusive"``: no precision up
     to ``max_bits`` separated the Gram from singular matrices (as it must be when the
-    Gram is singular); ``lower_bound`` is None.
+    Gram is singular); ``lower_bound`` is None. ``kind="exactly-singular"``: an exact proof that
+    the Gram is singular (``detail``; :func:`ntkcheck.ntk._inputs.exactly_singular`).
+
+    ``inputs_rounded``: some token or head was given at a value that is not a double; a float64
+    bound then holds for the values given only through the proved effect of that rounding
+    (:mod:`ntkcheck.ntk._inputs`), said in ``detail``. ``evidence``: a certificate for the float64
+    view of such inputs that does not carry over to the values given (kept to show what was seen).
     """
 
     kind: str
     lower_bound: float | None
     bits: int
     detail: str
+    inputs_rounded: bool = False
+    evidence: GramCertificate | None = None
 
     @property
     def positive(self) -> bool:
@@ -90,24 +100,32 @@ class GramCertificate:
     @property
     def how(self) -> str:
         """How the bound was proved, in a few words (for reports)."""
-        return {"arb-inverse-frobenius": f"Arb ball arithmetic, {self.bits} bits",
-                "float64-preconditioned": "float64 error bounds and a preconditioner",
-                "float64-cholesky": "float64 error bounds and a verified Cholesky"}.get(self.kind, self.kind)
+        how = {"arb-inverse-frobenius": f"Arb ball arithmetic, {self.bits} bits",
+               "float64-preconditioned": "float64 error bounds and a preconditioner",
+               "float64-cholesky": "float64 error bounds and a verified Cholesky",
+               "exactly-singular": "exact rational arithmetic"}.get(self.kind, self.kind)
+        return how + (", with the rounding of the inputs to float64 bounded" if self.inputs_rounded and
+                      self.kind.startswith("float64") else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "lower_bound": self.lower_bound, "bits": self.bits, "detail": self.detail}
+        return {"kind": self.kind, "lower_bound": self.lower_bound, "bits": self.bits, "detail": self.detail,
+                "inputs_rounded": self.inputs_rounded,
+                "evidence": None if self.evidence is None else self.evidence.to_dict()}
 
     def __repr__(self) -> str:
         if self.positive:
             return f"GramCertificate(lambda_min >= {self.lower_bound:.6g}, {self.kind}, {self.bits} bits)"
+        if self.kind == "exactly-singular":
+            return f"GramCertificate(singular, proved exactly: {self.detail})"
         return f"GramCertificate(inconclusive at {self.bits} bits: {self.detail})"
 
 
 def gram_matrix_arb(samples: Any, heads: Heads, prec: int) -> arb_mat:
     r"""The Gram :math:`W^{1/2} K W^{1/2}` on distinct atoms as an Arb ball matrix at ``prec`` bits.
 
-    Atoms, masses and heads are converted exactly (every double is a dyadic rational, the
-    masses are exact rationals); the softmax weights
+    Atoms, masses and heads enter at the exact values given (every double is a dyadic rational,
+    the masses are exact rationals, a ``Fraction`` or long double becomes a ball around it); the
+    softmax weights
     :math:`\pi_{a'} \propto m_{ia'} e^{\langle Q x_{ia} + b, x_{ia'}\rangle}` are evaluated in
     ball arithmetic with a shift by the float64 row maximum (any shift is exact algebra;
     this one keeps the exponentials bounded). Entry
@@ -124,27 +142,22 @@ def _arb_q(q: Any) -> arb:
 
 def _gram_arb(laws: Sequence[Empirical], heads: Heads, prec: int) -> arb_mat:
     Fm = _features_arb(laws, heads, prec)
-    old = ctx.prec
-    ctx.prec = int(prec)
-    try:
+    with flint_prec(prec):
         return Fm * Fm.transpose()
-    finally:
-        ctx.prec = old
 
 
 def _features_arb(laws: Sequence[Empirical], heads: Heads, prec: int) -> arb_mat:
     r"""The feature matrix ``F`` (rows scaled by :math:`\sqrt{m_{ia}/H}`) as an Arb ball matrix."""
     H, d = heads.count, heads.dim
-    old = ctx.prec
-    ctx.prec = int(prec)
-    try:
+    with flint_prec(prec):
         rows: list[list[arb]] = []  # rows of F (without the weight), concatenated over heads
         sw: list[arb] = []
-        Qa = [arb_mat([[arb(float(v)) for v in row] for row in heads.Q[h]]) for h in range(H)]
-        ba = [[arb(float(v)) for v in heads.b[h]] for h in range(H)]
+        # balls around the exact values given (a double exactly; 1/10 or a long double as a tight ball)
+        Qa = [arb_mat([[_arb_q(v) for v in row] for row in heads.rational_Q(h)]) for h in range(H)]
+        ba = [[_arb_q(v) for v in heads.rational_b(h)] for h in range(H)]
         for law in laws:
             X = law.atoms
-            XA = arb_mat([[arb(float(v)) for v in row] for row in X])
+            XA = arb_mat([[_arb_q(v) for v in row] for row in law.rational_atoms()])
             mass = [_arb_q(q) for q in law.weights]
             N = X.shape[0]
             feats: list[list[arb]] = [[] for _ in range(N)]
@@ -168,8 +181,6 @@ def _features_arb(laws: Sequence[Empirical], heads: Heads, prec: int) -> arb_mat
             sw.extend([(mass[j] / H).sqrt() for j in range(N)])
         M = len(rows)
         return arb_mat([[sw[r] * v for v in rows[r]] for r in range(M)])
-    finally:
-        ctx.prec = old
 
 
 def _arb_upper(x: arb) -> float:
@@ -228,16 +239,44 @@ def _certify(laws: Sequence[Empirical], heads: Heads, *, max_bits: int = 2048, s
                                                          "the Gram is singular by size")
     arb_cost = M * heads.count * max(law.n_atoms for law in laws)
     fast = None
+    seen = None  # a float64 certificate of rounded inputs that did not carry over to the values given
     if method == "preconditioned" or (method == "auto" and arb_cost > _ARB_FIRST_COST):
         fast = preconditioned_bound(laws, heads)
         if fast.lower_bound is not None:
-            return GramCertificate("float64-preconditioned", fast.lower_bound, 53, fast.statement)
-        if method == "preconditioned" or M > MAX_ARB_TOKENS:
+            got = _for_values_given(laws, heads, GramCertificate("float64-preconditioned", fast.lower_bound, 53,
+                                                                 fast.statement))
+            if got.positive or method == "preconditioned" or M > MAX_ARB_TOKENS:
+                return got
+            seen = got
+        elif method == "preconditioned" or M > MAX_ARB_TOKENS:
             return GramCertificate("inconclusive", None, 53, f"preconditioned route: {fast.statement}")
-    cert = _certify_arb(laws, heads, max_bits, start_bits)
+    cert = _certify_arb(laws, heads, max_bits, start_bits)  # on the exact values given
+    if seen is not None and not cert.positive:
+        return replace(seen, detail=f"{seen.detail}; Arb on the values given: {cert.detail}")
     if fast is not None and not cert.positive:
         return replace(cert, detail=f"preconditioned route: {fast.statement}; Arb: {cert.detail}")
     return cert
+
+
+def _for_values_given(laws: Sequence[Empirical], heads: Heads, cert: GramCertificate) -> GramCertificate:
+    """A float64 certificate ``cert`` (proved for the nearest doubles of the inputs) as a statement
+    about the values given: unchanged when they are doubles; else carried over through the proved
+    rounding radius (:mod:`ntkcheck.ntk._inputs`), or inconclusive with ``cert`` as evidence."""
+    which = rounded_inputs(laws, heads)
+    if which is None or not cert.positive:
+        return cert
+    assert cert.lower_bound is not None
+    E = rounding_radius(laws, heads)
+    lb = carried_over(cert.lower_bound, E)
+    said = (f"{which}; the float64 routes computed with their nearest doubles, "
+            f"whose Gram has lambda_min >= {cert.lower_bound:.4g} ({cert.how}); rounding the inputs moves "
+            f"sigma_min(F) by at most {E:.3g} (proved)")
+    if lb is not None:
+        return GramCertificate(cert.kind, lb, cert.bits, f"{cert.detail}; {said}, so lambda_min >= "
+                               f"(sqrt({cert.lower_bound:.4g}) - {E:.3g})^2 = {lb:.4g} for the values given",
+                               inputs_rounded=True)
+    return GramCertificate("inconclusive", None, cert.bits, f"{said}, not below sqrt(lambda_min): not a certificate "
+                           "about the values given", inputs_rounded=True, evidence=cert)
 
 
 def _certify_arb(laws: Sequence[Empirical], heads: Heads, max_bits: int, start_bits: int) -> GramCertificate:
@@ -246,17 +285,14 @@ def _certify_arb(laws: Sequence[Empirical], heads: Heads, max_bits: int, start_b
     last = ""
     while True:
         G = _gram_arb(laws, heads, bits)
-        old = ctx.prec
-        ctx.prec = bits
         try:
-            Ginv = G.inv()
-            fro2 = sum((Ginv[r, c] ** 2 for r in range(M) for c in range(M)), arb(0))
-            ub = _arb_upper(fro2.sqrt())
+            with flint_prec(bits):
+                Ginv = G.inv()
+                fro2 = sum((Ginv[r, c] ** 2 for r in range(M) for c in range(M)), arb(0))
+                ub = _arb_upper(fro2.sqrt())
         except ZeroDivisionError:
             last = f"arb_mat.inv could not separate the Gram from singular matrices at {bits} bits"
             ub = None
-        finally:
-            ctx.prec = old
         if ub is not None and math.isfinite(ub) and ub > 0:
             lb = float(np.nextafter(1.0 / ub, 0.0))
             return GramCertificate("arb-inverse-frobenius", lb, bits,
@@ -281,6 +317,9 @@ class PositivityCertificate:
     ``lambda_min_float`` is the float64 estimate of :math:`\lambda_{\min}` (Lanczos on the
     inverse through the Cholesky factor, an estimate from above), ``radius`` the proved bound on
     :math:`\|G - \mathrm{fl}(G)\|_2` plus the Cholesky criterion's allowance, ``M`` the rows.
+    ``evidence``: when tokens or heads were given at values that are not doubles, the certificate
+    proved for their nearest doubles that does not carry over to the values given
+    (:mod:`ntkcheck.ntk._inputs`); ``inputs_rounded`` says the statement accounts for that rounding.
     """
 
     positive: bool
@@ -290,11 +329,14 @@ class PositivityCertificate:
     lambda_min_float: float | None
     radius: float | None
     M: int
+    inputs_rounded: bool = False
+    evidence: PositivityCertificate | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"positive": self.positive, "lower_bound": self.lower_bound, "method": self.method,
                 "statement": self.statement, "lambda_min_float": self.lambda_min_float,
-                "radius": self.radius, "M": self.M}
+                "radius": self.radius, "M": self.M, "inputs_rounded": self.inputs_rounded,
+                "evidence": None if self.evidence is None else self.evidence.to_dict()}
 
     def __repr__(self) -> str:
         if self.positive:
@@ -374,20 +416,36 @@ def certify_gram_enclosure(G: np.ndarray, radius: float) -> PositivityCertificat
     433-452); Weyl's inequality subtracts ``radius``. One Cholesky of ``G`` gives a Lanczos
     estimate :math:`\hat\lambda` of :math:`\lambda_{\min}`; ``t = 0.9`` :math:`\hat\lambda` is
     factorised next, ``0.5`` and ``0.2`` :math:`\hat\lambda` only if that fails, and a shift whose
-    known allowance already exceeds ``t`` is never factorised. ``G`` is read from its lower
-    triangle (and copied: it is not modified).
+    known allowance already exceeds ``t`` is never factorised. ``G`` is copied (it is not
+    modified) and must be exactly symmetric: the criterion reads one triangle, so a matrix whose
+    triangles differ is refused with an :class:`~ntkcheck.errors.InputError` (symmetrise it and add
+    :math:`\|(G - G^T)/2\|_2` to ``radius`` if that is what is meant).
 
     Examples
     --------
     >>> certify_gram_enclosure(np.eye(3), 1e-3).positive
     True
     """
-    A = np.asarray(G, dtype=np.float64)
-    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
-        raise PrecisionError(f"certify_gram_enclosure: expected a square matrix, got shape {A.shape}")
+    A = _enclosure_matrix(G)
     if not (np.all(np.isfinite(A)) and math.isfinite(radius) and radius >= 0):
         raise PrecisionError("certify_gram_enclosure: non-finite entries or a negative radius")
     return _certify_lower(np.asfortranarray(np.tril(A)), float(radius))  # a copy: G is not consumed
+
+
+def _enclosure_matrix(G: Any) -> np.ndarray:
+    """``G`` as a square, exactly symmetric float64 array, or an InputError saying why not."""
+    try:
+        A = np.asarray(G, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"certify_gram_enclosure: expected a real square matrix ({exc})") from None
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
+        raise PrecisionError(f"certify_gram_enclosure: expected a square matrix, got shape {A.shape}")
+    if not np.array_equal(A, A.T, equal_nan=True):
+        i, j = (int(v) for v in np.argwhere(A != A.T)[0])
+        raise InputError(f"certify_gram_enclosure: G is not symmetric (G[{i}, {j}] = {float(A[i, j])!r}, G[{j}, {i}] = "
+                         f"{float(A[j, i])!r}); the Cholesky criterion reads one triangle and would certify another "
+                         "matrix: pass (G + G^T) / 2 with radius + ||G - G^T||_2 / 2")
+    return A
 
 
 def certify_positive(samples: Any, heads: Heads, *, arb: bool = True, max_bits: int = 1024,
@@ -420,7 +478,7 @@ def certify_positive(samples: Any, heads: Heads, *, arb: bool = True, max_bits: 
     if enc.why is not None:
         out = _refused(M, enc.why, None, None)
     else:
-        out = _certify_lower(enc.G, enc.radius, progress)
+        out = _positivity_for_values_given(laws, heads, _certify_lower(enc.G, enc.radius, progress))
     del enc
     if out.positive or not arb or M > MAX_CERTIFY_TOKENS:
         return out
@@ -428,6 +486,17 @@ def certify_positive(samples: Any, heads: Heads, *, arb: bool = True, max_bits: 
     if cert.positive:
         return PositivityCertificate(True, cert.lower_bound, cert.kind,
                                      f"float64 route: {out.statement}; {cert.detail}",
-                                     out.lambda_min_float, out.radius, M)
-    return _refused(M, f"{out.statement}; Arb route inconclusive at {cert.bits} bits",
-                    out.lambda_min_float, out.radius)
+                                     out.lambda_min_float, out.radius, M, cert.inputs_rounded)
+    return replace(out, statement=f"{out.statement}; Arb route inconclusive at {cert.bits} bits")
+
+
+def _positivity_for_values_given(laws: Sequence[Empirical], heads: Heads,
+                                 out: PositivityCertificate) -> PositivityCertificate:
+    """:func:`_for_values_given` for a :class:`PositivityCertificate`."""
+    if not out.positive:
+        return out
+    got = _for_values_given(laws, heads, GramCertificate(out.method, out.lower_bound, 53, out.statement))
+    if got.positive:
+        return replace(out, lower_bound=got.lower_bound, statement=got.detail, inputs_rounded=got.inputs_rounded)
+    return PositivityCertificate(False, None, "refused", got.detail, out.lambda_min_float, out.radius, out.M,
+                                 inputs_rounded=True, evidence=out)

@@ -22,7 +22,8 @@ r"""Cross-check of the CGF verdict against the NTK Gram (seed 003 Prop. 8, both 
   from :math:`\sum_i c_i x_i = 0`.
 * **Without overlap** the seed makes no prediction; the cross-check says so.
 
-Atom equality is exact (float64 bit patterns after ``-0.0 -> 0.0``).
+Atom equality is exact (float64 bit patterns after ``-0.0 -> 0.0``; the exact values when the
+tokens were given at values that are not doubles).
 
 Beyond the seed: the dependence structure of the samples (:mod:`ntkcheck.ntk.structure`)
 predicts the exact dimension of the kernel, compared with the eigenvalues at the rounding
@@ -42,7 +43,6 @@ import numpy as np
 import sympy as sp
 
 from ..cgf import Empirical, Family, as_laws
-from ..cgf.core import to_fraction
 from ..errors import InputError
 from ..independence.results import no_truth_value
 from ._crosscheck_steps import (
@@ -63,10 +63,6 @@ __all__ = ["KernelPrediction", "KernelComparison", "CrosscheckResult", "predicte
 #: relative residual ||F^T u|| / (||F||_2 ||u||) below which a predicted kernel vector counts as
 #: annihilated: float64 rounding of the features (a few ulps times sqrt(M H d)) with margin.
 KERNEL_RTOL = 1e-10
-
-
-def _key(row: np.ndarray) -> tuple[float, ...]:
-    return tuple(float(v) + 0.0 for v in row)  # +0.0 maps -0.0 to 0.0
 
 
 def _is_zero(v: Any) -> bool:
@@ -105,11 +101,11 @@ def _predicted(laws: list[Empirical], c: Any, alpha: Any) -> KernelPrediction | 
         return None
     diracs = [i for i in support if laws[i].n_atoms == 1]
     rich = [i for i in support if i not in diracs]
-    shared: list[tuple[float, ...]] = []
+    shared: list[tuple[Any, ...]] = []
     if rich:
         common = None
         for i in rich:
-            atoms = {_key(r) for r in laws[i].atoms}
+            atoms = set(laws[i].atom_keys())  # exact: values given as non-doubles keep their exact keys
             common = atoms if common is None else common & atoms
         shared = sorted(common or ())
     nu: list[tuple[tuple[float, ...], int]]
@@ -134,8 +130,8 @@ def _predicted(laws: list[Empirical], c: Any, alpha: Any) -> KernelPrediction | 
             p_parts.append(np.full(m, ci * dirac_mass))  # mu_i({x_i}) = 1
         else:
             # p_i(x) = c_i nu({x}) / mu_i({x}), mu_i({x}) the atom's mass
-            p_parts.append(np.array([ci * nu_map.get(_key(r), 0) / mu for r, mu in zip(law.atoms, law.masses,
-                                                                                         strict=True)]))
+            p_parts.append(np.array([ci * nu_map.get(r, 0) / mu for r, mu in zip(law.atom_keys(), law.masses,
+                                                                                  strict=True)]))
     p = np.concatenate(p_parts)
     if not np.any(p):
         return None
@@ -148,7 +144,7 @@ def _dirac_relation(laws: list[Empirical]) -> tuple[Fraction, ...] | None:
     if len(idx) < 2:
         return None
     d = laws[0].dim
-    A = sp.Matrix(d, len(idx), lambda k, r: sp.Rational(to_fraction(float(laws[idx[r]].atoms[0, k]))))
+    A = sp.Matrix(d, len(idx), lambda k, r: sp.Rational(laws[idx[r]].rational_atoms()[0][k]))
     basis = A.nullspace()  # d x n_dirac with rational entries: sympy is instant at this size
     if not basis:
         return None

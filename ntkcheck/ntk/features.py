@@ -27,13 +27,14 @@ References: seed 003 section 3.1, Prop. 5; ``theory/ntk-prop8.md``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
 
 from .._progress import progress_bar
-from .._validate import check_score_range
+from .._validate import check_score_range, exact_rows, real_values, to_fraction
 from ..cgf.empirical import Empirical, as_laws
 from ..errors import InputError
 
@@ -58,21 +59,26 @@ class Heads:
 
     Parameters
     ----------
-    Q : (H, d, d) float array
-        Query matrices (the key matrix is the identity, seed 003 Remark 1).
-    b : (H, d) float array
-        Query biases.
+    Q : (H, d, d) array of real numbers
+        Query matrices (the key matrix is the identity, seed 003 Remark 1): floats,
+        integers, ``Fraction`` or ``np.longdouble``, each read at its exact value.
+    b : (H, d) array of real numbers
+        Query biases, likewise.
+
+    ``Q`` and ``b`` hold the nearest doubles (the float64 view the features are computed
+    from); when a value given is not a double, :attr:`rounded` is True and
+    :meth:`rational_Q` / :meth:`rational_b` return the values given (the Arb certificate and
+    the exact checks use them; theory/certificates.md). Complex, boolean and string arrays
+    are refused.
     """
 
     Q: np.ndarray
     b: np.ndarray
+    _exact: tuple[np.ndarray, np.ndarray] | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
-        try:
-            Q = np.array(self.Q, dtype=np.float64)
-            b = np.array(self.b, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"heads: Q and b must be numeric arrays ({exc})") from None
+        Q, Qx = real_values(self.Q, "heads: Q", "query entries")
+        b, bx = real_values(self.b, "heads: b", "bias entries")
         if Q.ndim != 3 or Q.shape[1] != Q.shape[2]:
             raise InputError(f"heads: Q must have shape (H, d, d), got {Q.shape}")
         if Q.shape[0] == 0:
@@ -81,10 +87,32 @@ class Heads:
             raise InputError(f"heads: b must have shape (H, d) = {Q.shape[:2]}, got {b.shape}")
         if not (np.all(np.isfinite(Q)) and np.all(np.isfinite(b))):
             raise InputError("heads: Q or b has a non-finite entry")
+        Q = np.array(Q, dtype=np.float64)  # own, contiguous copies
+        b = np.array(b, dtype=np.float64)
         Q.setflags(write=False)
         b.setflags(write=False)
         object.__setattr__(self, "Q", Q)
         object.__setattr__(self, "b", b)
+        if Qx is not None or bx is not None:
+            exact = (Q if Qx is None else Qx, b if bx is None else bx)
+            for a in exact:
+                a.setflags(write=False)
+            object.__setattr__(self, "_exact", exact)
+
+    @property
+    def rounded(self) -> bool:
+        """True when the float64 ``Q``, ``b`` are not the values given (some entry is not a double)."""
+        return self._exact is not None
+
+    def rational_Q(self, h: int) -> list[list[Fraction]]:
+        """``Q_h`` at its exact value, as rows of ``Fraction``."""
+        src = self.Q if self._exact is None else self._exact[0]
+        return [list(r) for r in exact_rows(src[h])]
+
+    def rational_b(self, h: int) -> list[Fraction]:
+        """``b_h`` at its exact value, as ``Fraction``."""
+        src = self.b if self._exact is None else self._exact[1]
+        return list(exact_rows(src[h][None, :])[0])
 
     @property
     def count(self) -> int:
@@ -97,11 +125,22 @@ class Heads:
         return int(self.Q.shape[1])
 
     def scaled(self, s: float) -> Heads:
-        """The heads with ``Q`` and ``b`` multiplied by ``s`` (sharper attention for ``s > 1``)."""
-        return Heads(self.Q * s, self.b * s)
+        """The heads with ``Q`` and ``b`` multiplied by ``s`` (sharper attention for ``s > 1``).
+
+        The products are computed in float64 and the new heads are those doubles, unless these
+        heads hold values that are not doubles: then the products are exact.
+        """
+        if self._exact is None:
+            return Heads(self.Q * s, self.b * s)
+        f = to_fraction(s)
+        Qx, bx = (np.asarray([to_fraction(v) * f for v in a.reshape(-1)], dtype=object).reshape(a.shape)
+                  for a in self._exact)
+        return Heads(Qx, bx)
 
     def __repr__(self) -> str:
-        return f"Heads(H={self.count}, d={self.dim}, |Q|_max={np.abs(self.Q).max():.3g}, |b|_max={np.abs(self.b).max():.3g})"
+        r = ", rounded from the values given" if self.rounded else ""
+        return (f"Heads(H={self.count}, d={self.dim}, |Q|_max={np.abs(self.Q).max():.3g}, "
+                f"|b|_max={np.abs(self.b).max():.3g}{r})")
 
 
 def init_heads(

@@ -73,6 +73,7 @@ from ._gram_steps import (
     _Spectrum,
     _svd_eigenvalues,
 )
+from ._inputs import exactly_singular, rounded_inputs, status_with_certificate
 from .certificate import MAX_CERTIFY_TOKENS, GramCertificate, _certify, certify_positive
 from .features import _GRAM_BLOCK as _FEATURE_GRAM_BLOCK
 from .features import (  # noqa: F401  (init_heads: used by the doctest of gram)
@@ -153,7 +154,8 @@ class GramResult:
         rounding floor).
     status : str
         ``"positive"`` (relative ``lambda_min`` above ``1e-12``, or certified),
-        ``"singular by size"``, ``"below resolution"`` (singular to working precision),
+        ``"singular by size"``, ``"singular"`` (proved exactly: ``certified.kind ==
+        "exactly-singular"``), ``"below resolution"`` (singular to working precision),
         ``"small"`` (between the resolution and ``1e-12``: not claimed positive).
     certified : GramCertificate or None
     samples : tuple of SampleSize
@@ -282,6 +284,7 @@ def _report_lines(r: GramResult) -> list[str]:
     c = r.certified
     if c is not None:
         out.append(f"  certificate         lambda_min >= {c.lower_bound:.4g} ({c.how})" if c.positive else
+                   f"  certificate         singular ({c.how}): {c.detail}" if c.kind == "exactly-singular" else
                    f"  certificate         inconclusive ({c.how}): {c.detail}")
     return out
 
@@ -291,6 +294,8 @@ def _status_text(r: GramResult) -> str:
     if r.certified_positive:
         assert r.certified is not None
         return f"positive, certified: lambda_min >= {r.certified.lower_bound:.4g} ({r.certified.how})"
+    if r.status == "singular":
+        return "singular, certified (exact rational arithmetic)"
     if r.status == "positive":
         return (f"positive in float64 (relative lambda_min {r.relative_lambda_min:.3g} > {POSITIVE_REL:g}); "
                 "not certified")
@@ -318,18 +323,33 @@ def gram_certificate(laws: Sequence[Empirical], heads: Heads, *, float64_positiv
     that refuses, or float64 did not see it positive, and ``M <= MAX_CERTIFY_TOKENS``, to the
     preconditioned bound on ``sigma_min(F)`` or Arb (:func:`~ntkcheck.ntk.certificate.certify_lambda_min`).
     Beyond that size a Gram below float64's resolution is refused ("below resolution at M = ...").
+    Every bound is about the values given (tokens or heads that are not doubles: a float64 bound
+    counts only through the proved effect of their rounding, else it is kept as ``evidence``;
+    :mod:`ntkcheck.ntk._inputs`). When nothing certifies, an exact proof of singularity is tried
+    (:func:`~ntkcheck.ntk._inputs.exactly_singular`: ``kind="exactly-singular"``).
     """
     M = _atom_count(laws)
     refused = ""
+    seen = None
     if float64_positive:
         pc = certify_positive(laws, heads, arb=False, progress=progress, chunk=chunk)
         if pc.positive:
-            return GramCertificate(pc.method, pc.lower_bound, 53, pc.statement)
+            return GramCertificate(pc.method, pc.lower_bound, 53, pc.statement, inputs_rounded=pc.inputs_rounded)
         refused = f"{pc.statement}; "
+        if pc.evidence is not None:
+            seen = GramCertificate(pc.evidence.method, pc.evidence.lower_bound, 53, pc.evidence.statement)
     if M <= MAX_CERTIFY_TOKENS:
-        return _certify(laws, heads, max_bits=max_bits)
-    return GramCertificate("inconclusive", None, 53, f"{refused}the routes below float64's resolution stop at "
-                           f"M = {MAX_CERTIFY_TOKENS} (below resolution at M = {M})")
+        cert = _certify(laws, heads, max_bits=max_bits)
+    else:
+        cert = GramCertificate("inconclusive", None, 53, f"{refused}the routes below float64's resolution stop at "
+                               f"M = {MAX_CERTIFY_TOKENS} (below resolution at M = {M})")
+    if cert.positive:
+        return cert
+    if seen is not None and cert.evidence is None:
+        cert = replace(cert, detail=f"{refused}{cert.detail}", inputs_rounded=True, evidence=seen)
+    proof = exactly_singular(laws, heads)
+    return cert if proof is None else GramCertificate("exactly-singular", None, 0, proof, cert.inputs_rounded,
+                                                      cert.evidence)
 
 
 def certify_result(laws: Sequence[Empirical], heads: Heads, g: GramResult, *, max_bits: int = 2048,
@@ -339,9 +359,8 @@ def certify_result(laws: Sequence[Empirical], heads: Heads, g: GramResult, *, ma
     if g.rank_deficient_by_size or g.certified is not None:
         return g
     cert = gram_certificate(laws, heads, float64_positive=g.positive, max_bits=max_bits, progress=progress, chunk=chunk)
-    note = (f"positivity certified ({cert.how})" if cert.positive else
-            f"certification inconclusive: {cert.detail}" + ("; positivity is seen in float64 only" if g.positive else ""))
-    return replace(g, certified=cert, status="positive" if cert.positive else g.status, notes=(*g.notes, note))
+    status, notes = status_with_certificate(g.status, g.positive, cert)
+    return replace(g, certified=cert, status=status, notes=(*g.notes, *notes))
 
 
 # ----------------------------------------------------------------------- steps of gram
@@ -371,6 +390,9 @@ def _size_notes(g: _GramInputs) -> list[str]:
     notes: list[str] = []
     if (merged := merge_note(g.sizes)) is not None:
         notes.append(merged)
+    if (which := rounded_inputs(g.laws, g.heads)) is not None:
+        notes.append(f"{which}: the spectrum is that of their nearest doubles; a certificate counts only for "
+                     "the values given (theory/certificates.md)")
     if g.by_size:
         H, d, M = g.heads.count, g.heads.dim, g.atoms
         warnings.warn(
@@ -433,9 +455,8 @@ def _certified_status(g: _GramInputs, lmin: float, lmax: float, *, resolution: f
         return status, None, []
     cert = gram_certificate(g.laws, g.heads, float64_positive=status == "positive", max_bits=max_bits,
                             progress=g.progress, chunk=g.chunk)
-    if cert.positive:
-        return "positive", cert, [f"positivity certified ({cert.how})"]
-    return status, cert, [f"certification inconclusive: {cert.detail}"]
+    new_status, notes = status_with_certificate(status, False, cert)
+    return new_status, cert, notes
 
 
 def _gram_result(g: _GramInputs, spec: _Spectrum, notes: list[str], *, certify: bool, max_bits: int,

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..cgf import as_laws
-from ._exact import _frac_row, _Laws
+from ._exact import _Laws
 
 __all__ = ["Relation", "find_relations"]
 
@@ -56,6 +56,11 @@ def _two_diff(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _translate_shift(L: _Laws, i: int, j: int) -> tuple[Fraction, ...] | None:
     r"""The exact ``s`` with :math:`\mu_j = \mu_i + s`, or None (equal atom counts and masses
     in lex order are checked by the caller)."""
+    if L.laws[i].rounded or L.laws[j].rounded:  # values that are not doubles: compare them in Fraction
+        Fi, Fj = L.sorted_exact(i), L.sorted_exact(j)
+        s = tuple(b - a for a, b in zip(Fi[0], Fj[0], strict=True))
+        ok = all(all(b - a == sk for a, b, sk in zip(x, y, s, strict=True)) for x, y in zip(Fi, Fj, strict=True))
+        return s if ok else None
     Xi, _ = L.sorted(i)
     Xj, _ = L.sorted(j)
     hi, lo = _two_diff(Xj, Xi)
@@ -270,7 +275,7 @@ def _find(L: _Laws) -> tuple[Relation, ...]:
     rich = [i for i in range(n) if i not in set(diracs)]
     out: list[Relation] = []
     for i in diracs:
-        x = _frac_row(L.laws[i].atoms[0])
+        x = L.fractions(i)[0]
         out.append(Relation("dirac", (i,), _unit(n, [(i, 1)]), x, None,
                             f"sample {i} is a single Dirac at {_fmt_vec(x)} (its CGF is linear)"))
     if rich:

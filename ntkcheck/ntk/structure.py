@@ -153,12 +153,11 @@ def _kernel(L: _Laws, B: _Basis, want_basis: bool) -> tuple[int, int, np.ndarray
     supp = sorted({i for row in B.rows for i, v in enumerate(row) if v != 0})
     # the points of the laws in the support, with the (sample, atom) pairs that hold them
     offsets = np.concatenate([[0], np.cumsum([law.n_atoms for law in L.laws])]).astype(int)
-    P = np.concatenate([L.laws[i].atoms for i in supp])
     owner = np.concatenate([np.full(L.laws[i].n_atoms, i) for i in supp])
     local = np.concatenate([np.arange(L.laws[i].n_atoms) for i in supp])
-    _, inv = np.unique(P, axis=0, return_inverse=True)
-    points: dict[int, list[int]] = {}
-    for t, z in enumerate(inv.reshape(-1).tolist()):
+    # points compared exactly (atoms given at non-double values keep their exact keys)
+    points: dict[Any, list[int]] = {}
+    for t, z in enumerate(key for i in supp for key in L.laws[i].atom_keys()):
         points.setdefault(z, []).append(t)
     # per signature S: a basis of D' cap R^S, as D'-coordinates y and as vectors n = y B on S
     cache: dict[tuple[int, ...], list[tuple[list[Fraction], dict[int, Fraction]]]] = {}

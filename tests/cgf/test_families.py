@@ -404,9 +404,14 @@ def test_empirical_convolution_identity_and_as_empirical() -> None:
     # two float routes to the same law: a few ulps
     np.testing.assert_allclose(emp.cgf(pts), conv.cgf(pts), rtol=1e-14)
     inexact = EmpiricalConvolution(Empirical(np.array([[0.1]])), Empirical(np.array([[0.2]])))
-    with pytest.raises(PrecisionError):
-        inexact.as_empirical()
-    assert inexact.as_empirical(strict=False).atoms[0, 0] == 0.1 + 0.2
+    # issue 19: the float sum 0.1 + 0.2 rounds; the strict law keeps the exact sum of the two doubles
+    exact = inexact.as_empirical()
+    assert exact.rounded and exact.rational_atoms() == [(Fraction(0.1) + Fraction(0.2),)]
+    assert exact.atoms[0, 0] == 0.1 + 0.2  # its float64 view: the nearest double
+    assert exact.taylor_1d([1], 4) == inexact.taylor_1d([1], 4)  # the same law, exactly
+    rounded = inexact.as_empirical(strict=False)
+    assert not rounded.rounded and rounded.atoms[0, 0] == 0.1 + 0.2
+    assert rounded.taylor_1d([1], 4) != inexact.taylor_1d([1], 4)  # a different law
 
 
 def test_empirical_sympy_normalises_weights_exactly() -> None:

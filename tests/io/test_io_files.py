@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -115,18 +117,32 @@ def test_long_doubles_beyond_float64_are_refused(tmp_path):
             load(tmp_path / "ld.npy")
 
 
-def test_integers_beyond_2_53_are_refused(tmp_path):
-    """Integer tokens beyond 2^53 would be rounded in float64 (the exact engines would then
-    decide a different law): refused; 2^53 itself is exact and read."""
+def test_integers_beyond_2_53_are_read_exactly(tmp_path):
+    """Issue 19: integer tokens beyond 2^53 are exact values that float64 would round; they are
+    read at their exact values (the engines decide the law given), and 2^53 itself is a double."""
     from ntkcheck.io.files import load_laws
 
-    np.save(tmp_path / "big.npy", np.full((1, 2, 1), 2**60 + 1, dtype=np.int64))
+    np.save(tmp_path / "big.npy", np.array([[[0], [2**60 + 1]], [[1], [2**60 + 2]]], dtype=np.int64))
     np.save(tmp_path / "ok.npy", np.full((1, 2, 1), 2**53, dtype=np.int64))
-    for load in (load_samples, load_laws):
-        with pytest.raises(InputError, match="2\\^53"):
-            load(tmp_path / "big.npy")
+    got = load_samples(tmp_path / "big.npy")
+    assert got[0].dtype == np.int64 and int(got[0][1, 0]) == 2**60 + 1
+    laws = load_laws(tmp_path / "big.npy")
+    assert [law.rounded for law in laws] == [True, True]
+    assert laws[0].rational_atoms() == [(Fraction(0),), (Fraction(2**60 + 1),)]
+    assert laws[1].projected([1]) == [Fraction(1), Fraction(2**60 + 2)]  # not 2^60, its double
     assert load_samples(tmp_path / "ok.npy")[0][0, 0] == 2.0**53
-    assert load_laws(tmp_path / "ok.npy")[0].atoms[0, 0] == 2.0**53
+    assert not load_laws(tmp_path / "ok.npy")[0].rounded
+
+
+def test_csv_decimals_are_read_exactly(tmp_path):
+    """Issue 19: a CSV coordinate 0.1 is 1/10, not its double; dyadic decimals stay float64."""
+    from ntkcheck.io.files import load_laws
+
+    (tmp_path / "t.csv").write_text("sample,x0\n0,0.1\n0,0.25\n1,0.5\n1,-2\n")
+    got = load_samples(tmp_path / "t.csv")
+    assert got[0].dtype == object and got[1].dtype == np.float64
+    laws = load_laws(tmp_path / "t.csv")
+    assert laws[0].rational_atoms() == [(Fraction(1, 10),), (Fraction(1, 4),)] and not laws[1].rounded
 
 
 def test_errors_name_the_file(tmp_path):
@@ -161,14 +177,17 @@ def _reference_csv(path, samples, *, token_column=True, shuffle=False):
 @pytest.mark.parametrize("token_column, shuffle", [(True, False), (True, True), (False, False)])
 def test_csv_layout_round_trips(tmp_path, token_column, shuffle):
     """The documented layout (sample, token, x0..x{d-1}) reads back the arrays written, ragged
-    samples included; repr(float) round-trips float64 exactly, so equality is exact."""
+    samples included. repr(float) writes the shortest decimal that rounds back to the double:
+    the file's numbers are those decimals (read exactly, issue 19), and their nearest doubles are
+    exactly the arrays written."""
     rng = np.random.default_rng(0)
     x = [rng.normal(size=(4, 3)), rng.normal(size=(2, 3)), rng.normal(size=(5, 3))]
     _reference_csv(tmp_path / "t.csv", x, token_column=token_column, shuffle=shuffle)
     got = load_samples(tmp_path / "t.csv")
     assert len(got) == 3
     for g, xi in zip(got, x, strict=True):
-        np.testing.assert_array_equal(g, xi)
+        np.testing.assert_array_equal(g.astype(np.float64), xi)
+        assert all(Fraction(repr(float(v))) == v for v in g.reshape(-1))  # the decimals of the file
 
 
 def test_csv_laws_merge_repeats(tmp_path):
