@@ -379,3 +379,29 @@ def ref_gram_eigenvalues(laws, Q, b, dps: int) -> list:
                 rows.append([mpmath.sqrt(mx / H) * v for v in row])
         F = mpmath.matrix(rows)
         return sorted(mpmath.eigsy(F * F.T, eigvals_only=True))
+
+
+def ref_features(samples, Q, b, dps: int) -> list:
+    """The entries of ``F`` (rows: distinct atoms of each law, columns: heads x coordinates) at
+    ``dps`` digits from exact values, as :func:`ref_gram_eigenvalues` builds them (no ntkcheck)."""
+    import mpmath
+
+    H = len(Q)
+    with mpmath.workdps(dps):
+        def mp(q):
+            q = exact_value(q)
+            return mpmath.mpf(q.numerator) / q.denominator
+
+        out = []
+        for s in samples:
+            law = ref_law(s)
+            pts = [([mp(v) for v in x], mp(m)) for x, m in law.atoms.items()]
+            d = len(pts[0][0])
+            for x, m in pts:
+                for h in range(H):
+                    q = [mpmath.fsum(mp(Q[h][r][c]) * x[c] for c in range(d)) + mp(b[h][r]) for r in range(d)]
+                    e = [my * mpmath.exp(mpmath.fsum(a * c for a, c in zip(q, y))) for y, my in pts]
+                    Z = mpmath.fsum(e)
+                    w = mpmath.sqrt(m / H)
+                    out.extend(w * mpmath.fsum(ek * y[c] for ek, (y, _) in zip(e, pts)) / Z for c in range(d))
+        return out

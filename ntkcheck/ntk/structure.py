@@ -155,10 +155,14 @@ def _kernel(L: _Laws, B: _Basis, want_basis: bool) -> tuple[int, int, np.ndarray
     offsets = np.concatenate([[0], np.cumsum([law.n_atoms for law in L.laws])]).astype(int)
     owner = np.concatenate([np.full(L.laws[i].n_atoms, i) for i in supp])
     local = np.concatenate([np.arange(L.laws[i].n_atoms) for i in supp])
-    # points compared exactly (atoms given at non-double values keep their exact keys)
     points: dict[Any, list[int]] = {}
-    for t, z in enumerate(key for i in supp for key in L.laws[i].atom_keys()):
-        points.setdefault(z, []).append(t)
+    if any(L.laws[i].rounded for i in supp):  # atoms given at non-double values: their exact keys
+        for t, z in enumerate(key for i in supp for key in L.laws[i].atom_keys()):
+            points.setdefault(z, []).append(t)
+    else:  # doubles: equal rows are equal points
+        _, inv = np.unique(np.concatenate([L.laws[i].atoms for i in supp]), axis=0, return_inverse=True)
+        for t, z in enumerate(inv.reshape(-1).tolist()):
+            points.setdefault(z, []).append(t)
     # per signature S: a basis of D' cap R^S, as D'-coordinates y and as vectors n = y B on S
     cache: dict[tuple[int, ...], list[tuple[list[Fraction], dict[int, Fraction]]]] = {}
     columns: list[tuple[list[int], list[Fraction], dict[int, Fraction]]] = []
