@@ -24,7 +24,7 @@ from flint import fmpq
 from .errors import InputError
 
 __all__ = [
-    "as_token_set", "as_token_values", "as_samples", "as_exact_samples", "as_direction", "check_score_range",
+    "as_token_set", "as_token_values", "as_samples", "as_exact_samples", "check_score_range",
     "SCORE_LIMIT", "rational_direction", "as_arguments", "to_fraction", "to_fmpq", "real_values", "exact_rows",
 ]
 
@@ -195,21 +195,6 @@ def _sample_values(samples: Any) -> list[tuple[np.ndarray, np.ndarray | None]]:
         i = next(k for k, dk in enumerate(dims) if dk != d0)
         raise InputError(f"sample {i} has dimension {dims[i]}, the others have {d0}")
     return out
-
-
-def as_direction(direction: Any, dim: int) -> np.ndarray:
-    """Return ``direction`` as a finite non-zero float64 vector of length ``dim``."""
-    try:
-        w = np.asarray(direction, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise InputError(f"direction: expected {dim} numbers, got {direction!r}") from None
-    if w.shape[0] != dim:
-        raise InputError(f"direction: has length {w.shape[0]}, the tokens have dimension {dim}")
-    if not np.all(np.isfinite(w)):
-        raise InputError(f"direction: has a non-finite entry: {w.tolist()}")
-    if not np.any(w != 0):
-        raise InputError("direction: has zero length; a direction must be non-zero")
-    return w
 
 
 #: largest score bound accepted: leaves room for the sums inside a matmul below float64's 1.8e308
