@@ -105,11 +105,30 @@ def _workers_ignore_sigint(enabled: bool) -> Iterator[None]:
         signal.signal(signal.SIGINT, old)
 
 
+_DASK_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
 def _quiet_dask_logs() -> None:
     """After a Ctrl-C: Dask's shutdown messages (tasks cancelled, workers killed) say nothing
     the user needs; the command prints its own one line."""
-    for name in ("distributed", "tornado", "asyncio"):
+    for name in _DASK_LOGGERS:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+@contextlib.contextmanager
+def _quiet_shutdown() -> Iterator[None]:
+    """While a cluster started here closes: its nanny's warnings ("worker process still alive
+    after 4 seconds, killing", seen on a loaded machine) are about our own shutdown, not the
+    user's work; errors still show."""
+    loggers = [logging.getLogger(name) for name in _DASK_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(max(lg.getEffectiveLevel(), logging.ERROR))
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
 
 
 def _connect(address: str, what: str) -> Any:
@@ -164,6 +183,8 @@ def dask_client(client: Any, scheduler: str | None, workers: int, threads: int, 
         if cluster is None:  # a cluster that outlives this call: its workers get their BLAS back
             with contextlib.suppress(Exception):
                 client.unregister_worker_plugin(PLUGIN_NAME)
-        client.close()
-        if cluster is not None:
-            cluster.close()
+            client.close()
+        else:
+            with _quiet_shutdown():
+                client.close()
+                cluster.close()

@@ -34,6 +34,12 @@ differs from it by at most :math:`2 \gamma_K |F||F|^T`.
 The spectrum is found on the client as :func:`~ntkcheck.ntk.gram_matrix.gram` finds it
 (``eigvalsh`` up to ``M = 4096``, Cholesky + Lanczos above, the same status thresholds);
 the SVD fallback of ``gram`` (below relative ``1e-10``) needs ``F`` whole and is not run.
+
+With ``certify=True`` the summed tiles stay on the workers (row block ``k`` on one worker) and
+:math:`\lambda_{\min} \ge c > 0` is proved there (:mod:`ntkcheck.distributed._certified`: the
+serial certificate's enclosure from per-tile Collatz-Wielandt products, Rump's criterion on a
+blocked Cholesky of :math:`\mathrm{fl}(G) - tI`, :mod:`ntkcheck.distributed._tiled`); the client
+holds vectors of length ``M`` only.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._progress import progress_bar
+from .._text import fit
 from .._validate import check_score_range
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
@@ -109,7 +116,7 @@ class DistributedGram:
     def summary(self) -> str:
         g = self.gram
         where = "on the workers, blocked Cholesky" if self.certificate is not None else "on this machine"
-        return "\n".join([
+        return fit([
             f"NTK Gram at FixUp on {g.atoms} distinct atoms, H = {g.heads} heads, d = {g.dim}",
             f"  accumulated on Dask ({self.mode}): {self.head_blocks} head blocks of <= {self.chunk_heads} heads x "
             f"{self.tiles * (self.tiles + 1) // 2} tiles, {self.tasks} tasks, {self.reduce} reduction, "
