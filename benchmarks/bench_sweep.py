@@ -1,6 +1,7 @@
 """Screening sweeps and one large Gram on Dask against the serial paths, and the per-block costs.
 
-Run: ``python benchmarks/bench_sweep.py [--quick] [--workers 2] [--plot sweep.png] [--parts sweep,gram,blocks]``.
+Run: ``python benchmarks/bench_sweep.py [--quick] [--workers 2] [--plot sweep.png]
+[--parts sweep,gram,blocks,cert,tiles]``.
 
 1. **Sweep (the issue's must-show).** The verb ``ntkcheck sweep`` on the bundled data over a
    5 x 5 grid of ``(q_scale, b_scale)`` in ``{0.25, 0.5, 1, 2, 4}`` x 3 seeds (75 screenings):
@@ -25,6 +26,18 @@ Run: ``python benchmarks/bench_sweep.py [--quick] [--workers 2] [--plot sweep.pn
    ``t_syrk = b M^2``, ``t_chol = e M^3`` and extrapolates to ``M = 65536``, ``H d = 2 M``
    (``theory/sweeps.md`` uses these numbers). Wall and CPU (core) seconds are both printed:
    on a shared machine the CPU time is the steadier measure of the work.
+4. **The certified Gram on Dask** (``--parts cert``). ``distributed_gram(certify=True)`` at
+   ``M = 8192`` (1024 samples of N = 8 tokens, d = 8, ``H d = 2 M``) on a ``LocalCluster`` of
+   ``W`` worker processes x 1 thread, ``tiles = 8`` (tiles of 1024 rows): wall time of the
+   accumulation and of the certificate (two blocked Cholesky factorisations, Lanczos), peak
+   resident memory of each worker process (``getrusage`` ``ru_maxrss``, and its resident set
+   before the run), the client's traced peak; against the serial ``certify_positive`` in this
+   process in the same run (time ratio, lower bounds).
+5. **Per-tile rates** (``--parts tiles``): one BLAS thread, tile size ``b`` = 1024 and 2048: a
+   product task's feature block and ``gemm`` with the Collatz-Wielandt products, and the four
+   Cholesky tasks (``dpotrf``, ``dtrsm``, ``dgemm`` and ``dsyrk`` updates), with the cost of the
+   certified route at ``M = 65536`` on ``n`` one-thread workers extrapolated from them
+   (``theory/sweeps.md``).
 """
 
 # ruff: noqa: B023  (the timed lambdas run immediately, inside the loop iteration)
@@ -191,12 +204,133 @@ def bench_blocks(sizes: tuple[int, ...], d: int = 8, N: int = 8, cols: int = 256
           f"one feature block {8 * M * cols / 2**20:.0f} MiB")
 
 
+def _worker_memory() -> tuple[float, float]:
+    """(resident MiB now, peak resident MiB since the process started) of this process."""
+    import resource
+
+    with open("/proc/self/status") as f:
+        rss = next(int(ln.split()[1]) for ln in f if ln.startswith("VmRSS:"))
+    return rss / 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench_certified(workers: int, M: int, tiles: int, d: int = 8, N: int = 8) -> None:
+    import tracemalloc
+
+    from distributed import Client, LocalCluster
+
+    from ntkcheck.ntk.certificate import certify_positive
+
+    rng = np.random.default_rng(0)
+    laws = as_laws([rng.standard_normal((N, d)) / math.sqrt(d) for _ in range(M // N)])
+    H = 2 * M // d
+    heads = init_heads(H, d, seed=1)
+    print(f"\nCertified Gram on Dask: M = {M} atoms, d = {d}, N = {N}, H = {H} (H d = 2 M)")
+    t0 = time.perf_counter()
+    s = certify_positive(laws, heads, arb=False)
+    t_serial = time.perf_counter() - t0
+    print(f"  serial certify_positive (this process, BLAS on every core): {t_serial:.1f} s, {s!r}")
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
+            Client(cl) as client:
+        before = client.run(_worker_memory)
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        r = distributed_gram(laws, heads, client=client, tiles=tiles, certify=True)
+        t_dist = time.perf_counter() - t0
+        client_peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        after = client.run(_worker_memory)
+    c = r.certificate
+    print(f"  distributed_gram(certify=True), {workers} workers x 1 thread, {r.tiles} row blocks "
+          f"({r.tiles * (r.tiles + 1) // 2} tiles), {r.tasks} accumulation tasks, {r.factorizations} factorisations:")
+    print(f"    {t_dist:.1f} s = accumulation {r.seconds_gram:.1f} s + certificate {r.seconds_spectrum:.1f} s "
+          f"(ratio {t_dist / t_serial:.2f} to the serial route); {c!r}")
+    print(f"    lower bounds: {c.lower_bound:.6g} (Dask) vs {s.lower_bound:.6g} (serial), relative difference "
+          f"{abs(c.lower_bound - s.lower_bound) / s.lower_bound:.1e}; Lanczos lambda_min {r.gram.lambda_min:.6g}")
+    gram_mib = 8 * M * M / 2 / 2**20
+    print(f"    memory: the Gram's lower tiles {gram_mib:.0f} MiB (+ one factor, as much), per worker "
+          f"{gram_mib / workers:.0f} MiB of each; client traced peak {client_peak:.1f} MiB")
+    for w in sorted(after):
+        (rss0, _), (_, peak) = before[w], after[w]
+        print(f"    worker {w}: resident {rss0:.0f} MiB before, peak {peak:.0f} MiB (+{peak - rss0:.0f} MiB)")
+
+
+def _tile_task_rates(b: int, d: int = 8, N: int = 8, cols: int = 256, reps: int = 2) -> dict[str, float]:
+    """Seconds of each task at tile size ``b`` on one BLAS thread (best of ``reps``): the feature
+    block of ``b`` rows, a product task's sub-block of ``cols`` columns (two feature blocks, ``gemm``,
+    the Collatz-Wielandt products), and the four tasks of the blocked Cholesky."""
+    from threadpoolctl import threadpool_limits
+
+    from ntkcheck.distributed import _tiled
+    from ntkcheck.distributed._accumulate import _block_features, _tile_product
+
+    rng = np.random.default_rng(0)
+    laws_i = as_laws([rng.standard_normal((N, d)) / math.sqrt(d) for _ in range(b // N)])
+    laws_j = as_laws([rng.standard_normal((N, d)) / math.sqrt(d) for _ in range(b // N)])
+    c = cols // d
+    heads = init_heads(2 * c, d, seed=1)  # the task runs heads 0:c (one sub-block of `cols` columns)
+    v = np.ones(b)
+    X = rng.standard_normal((b, b + 64))
+    A = np.asfortranarray(X @ X.T)
+    B = np.asfortranarray(rng.standard_normal((b, b)))
+    out = {}
+    with threadpool_limits(1, user_api="blas"):
+        out["features"] = _timed(lambda: _block_features(laws_i, heads, heads.count, 0, c, DEFAULT_CHUNK), reps)[0]
+        out["product"] = _timed(lambda: _tile_product(laws_i, laws_j, heads, 0, c, DEFAULT_CHUNK, v, v), reps)[0]
+        L = _tiled._potrf(A)
+        out["potrf"] = _timed(lambda: _tiled._potrf(A), reps)[0]
+        out["trsm"] = _timed(lambda: _tiled._trsm(B, L), reps)[0]
+        out["gemm"] = _timed(lambda: _tiled._gemm_update(A, B, B), reps)[0]
+        out["syrk"] = _timed(lambda: _tiled._syrk_update(A, B), reps)[0]
+    return out
+
+
+def bench_tiles(sizes: tuple[int, ...], target_b: int, d: int = 8, cols: int = 256) -> None:
+    """Per-task rates at two tile sizes, and the certified route at M = 65536 extrapolated from
+    the larger: a product task's sub-block is two feature blocks (linear in ``b``) and the rest
+    (``gemm`` and the Collatz-Wielandt products, quadratic in ``b``); Cholesky tasks at their
+    per-flop rates."""
+    print(f"\nPer-task cost on one BLAS thread (d = {d}, N = 8; a product task's sub-block = {cols} columns for both "
+          "row blocks, gemm and the Collatz-Wielandt products); seconds (GFLOP/s)")
+    fl = {"product": lambda b: 2 * b * b * cols, "potrf": lambda b: b**3 / 3, "trsm": lambda b: b**3,
+          "gemm": lambda b: 2 * b**3, "syrk": lambda b: b**3}
+    rates = {b: _tile_task_rates(b, d=d, cols=cols) for b in sizes}
+    for b, t in rates.items():
+        print(f"  b = {b:5d}: features {t['features']:.3f} s, " + ", ".join(
+            f"{k} {t[k]:.3f} s ({fl[k](b) / t[k] / 1e9:.1f})" for k in fl))
+    b2, t2 = max(rates.items())
+    f = t2["features"] / b2  # per row of one feature block
+    g = max(t2["product"] - 2 * t2["features"], 0.0) / b2**2  # per entry of the tile
+    per_flop = {k: t2[k] / fl[k](b2) for k in ("potrf", "trsm", "gemm", "syrk")}
+    M, H = 65536, 2 * 65536 // d
+    b = target_b
+    p = M // b
+    n_tiles = p * (p + 1) // 2
+    subs = H * d // cols
+    prod = n_tiles * subs * (2 * f * b + g * b * b)  # the diagonal tiles counted as full ones: an upper estimate
+    feats = n_tiles * subs * 2 * f * b
+    gemms = sum((p - k - 1) * (p - k - 2) // 2 for k in range(p))
+    syrks = sum(p - k - 1 for k in range(p))
+    chol = (p * per_flop["potrf"] * fl["potrf"](b) + p * (p - 1) // 2 * per_flop["trsm"] * fl["trsm"](b)
+            + gemms * per_flop["gemm"] * fl["gemm"](b) + syrks * per_flop["syrk"] * fl["syrk"](b))
+    path = p * sum(per_flop[k] * fl[k](b) for k in ("potrf", "trsm", "gemm"))  # one step after the other
+    print(f"  model from b = {b2}: product sub-block t(b) = 2 x {f * 1e6:.2f} us b (features) + {g * 1e9:.3f} ns b^2")
+    print(f"  M = {M}, H = {H} (H d = 2 M), tiles of b = {b}: p = {p} row blocks, {n_tiles} tiles of "
+          f"{8 * b * b / 2**20:.0f} MiB, {subs} sub-blocks a tile")
+    print(f"    products {prod / 3600:.1f} core-h (of which features {feats / 3600:.1f}), one blocked Cholesky "
+          f"{chol / 3600:.2f} core-h (two are run), critical path of one {path / 60:.1f} min")
+    for n in (8, 32, 128):
+        t_fact = max(chol / n, path)
+        print(f"    n = {n:3d} one-thread workers: products {prod / n / 60:.0f} min + two factorisations "
+              f"{2 * t_fact / 60:.0f} min; Gram + factor {2 * 8 * M * M / 2 / n / 2**30:.1f} GiB a worker")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3 x 3 grid, 1 seed, small sizes")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--plot", default=None)
-    ap.add_argument("--parts", default="sweep,gram,blocks", help="comma-separated subset of sweep,gram,blocks")
+    ap.add_argument("--parts", default="sweep,gram,blocks,cert,tiles",
+                    help="comma-separated subset of sweep,gram,blocks,cert,tiles")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     if "sweep" in parts:
@@ -205,6 +339,10 @@ def main() -> None:
         bench_distributed_gram(args.workers, 512 if args.quick else 4096)
     if "blocks" in parts:
         bench_blocks((512, 1024) if args.quick else (4096, 8192))
+    if "cert" in parts:
+        bench_certified(args.workers, 1024 if args.quick else 8192, tiles=4 if args.quick else 8)
+    if "tiles" in parts:
+        bench_tiles((256, 512) if args.quick else (1024, 2048), 512 if args.quick else 4096)
 
 
 if __name__ == "__main__":

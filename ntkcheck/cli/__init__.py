@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Certified checks of NTK injectivity for softmax attention (seed 003 Prop. 8).",
         epilog="exit status (every command): 0 certified positive / independent / every claim holds; "
         "1 certified singular / dependent, or a failing claim or cross-check; 3 inconclusive or not "
-        "certified; 2 bad input. Each command's --help says what they mean for it.",
+        "certified; 2 bad input; 130 interrupted (Ctrl-C). Each command's --help says what they mean for it.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -46,10 +46,14 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from ._provenance import invocation
+
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with invocation(argv, args):  # the command line and inputs of every --json's provenance
+            return int(args.func(args) or 0)
     except NtkcheckError as exc:
         print(f"ntkcheck {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -143,11 +143,15 @@ def schema_id(verb: str) -> str:
 
 
 def emit_json(verb: str, payload: dict) -> None:
-    """Print ``payload`` as one JSON object whose first key is ``schema``; the shape is
-    described by ``ntkcheck/data/<verb>.schema.json`` (shipped with the package)."""
+    """Print ``payload`` as one JSON object whose first key is ``schema`` and last ``provenance``
+    (:func:`ntkcheck.cli._provenance.provenance`: versions, BLAS, command line, seeds, sha256 of
+    the inputs); the shape is described by ``ntkcheck/data/<verb>.schema.json`` (shipped with the
+    package)."""
     import json
 
-    print(json.dumps({"schema": schema_id(verb), **payload}, allow_nan=True))
+    from ._provenance import provenance
+
+    print(json.dumps({"schema": schema_id(verb), **payload, "provenance": provenance()}, allow_nan=True))
 
 
 def load_schema(verb: str) -> dict:

@@ -1,24 +1,25 @@
 """``ntkcheck sweep [PATH ...]``: screening over a grid of initialisation laws, on Dask.
 
 Parses the grid (``--q-scales``, ``--b-scales``, ``--heads``, ``--seeds``, data files), calls
-:func:`ntkcheck.distributed.sweep` (a ``LocalCluster`` by default, ``--scheduler ADDRESS`` for a
-running cluster, ``--serial`` for none), and prints a table or (``--json``) exactly one
-JSON object; ``--plot`` writes the heatmap of the median ``lambda_min`` over seeds.
+:func:`ntkcheck.distributed.sweep` (a ``LocalCluster`` by default, ``--scheduler ADDRESS`` or
+``--scheduler-file FILE`` for a running cluster, ``--serial`` for none), and prints a table or
+(``--json``) exactly one JSON object; ``--plot`` writes the heatmap of the median ``lambda_min``
+over seeds.
 
 ``--one-gram``: instead of a grid, ONE screening's Gram (one file, one value of each of
 ``--q-scales``, ``--b-scales``, ``--heads``, ``--seeds``) accumulated over head blocks (and
 ``--tiles``) on the Dask workers, :func:`ntkcheck.distributed.distributed_gram`; the JSON object then
-carries ``one_gram`` instead of ``rows``.
+carries ``one_gram`` instead of ``rows``. ``--certify`` keeps that Gram in tiles on the workers
+and proves a lower bound on its ``lambda_min`` there (exit status 0 certified, 3 not).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ..io.files import bundled_path
-from ._args import nonnegative_float, positive_int, seed_int
+from ._args import EXIT_INCONCLUSIVE, EXIT_OK, emit_json, nonnegative_float, positive_int, seed_int
 
 
 def _list(kind: Any, what: str) -> Any:
@@ -39,7 +40,8 @@ def register(subparsers: Any) -> None:
         "(seed 003 Prop. 5, 8) per task, whether positivity is certified, and where it is largest. Without "
         "PATH, sweeps the bundled example dataset. A LocalCluster is started unless --scheduler or --serial.",
         epilog="exit status: 0 the sweep ran (each row's status, certificate and cross-check are in the table); "
-        "2 bad input.",
+        "with --one-gram --certify: 0 certified positive, 3 not certified; 2 bad input; 130 interrupted "
+        "(Ctrl-C: the cluster is stopped, one line on stderr).",
     )
     p.add_argument("paths", nargs="*", help=".npy (n, N, d) or .npz (sample_0, ...) token files")
     p.add_argument("--q-scales", type=_list(nonnegative_float, "numbers >= 0"), default=[1.0],
@@ -56,6 +58,10 @@ def register(subparsers: Any) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS", default=None,
                        help="address of a running Dask scheduler (e.g. tcp://host:8786)")
+    where.add_argument("--scheduler-file", metavar="FILE", default=None,
+                       help="the scheduler file of a running Dask cluster, as written by `dask scheduler "
+                       "--scheduler-file FILE` (the usual way on a batch system: the scheduler's job writes it "
+                       "on a shared file system, the workers' and this job read it)")
     where.add_argument("--serial", action="store_true", help="run in this process, without Dask")
     p.add_argument("--workers", type=positive_int, default=2, help="LocalCluster worker processes (default 2)")
     p.add_argument("--threads", type=positive_int, default=1,
@@ -67,7 +73,11 @@ def register(subparsers: Any) -> None:
     one = p.add_argument_group("one large Gram (--one-gram)")
     one.add_argument("--one-gram", action="store_true",
                      help="instead of a grid: the Gram of ONE screening (one file, one value of each grid option) "
-                     "accumulated over head blocks on the Dask workers, and its lambda_min (float64, not certified)")
+                     "accumulated over head blocks on the Dask workers, and its lambda_min (float64 unless --certify)")
+    one.add_argument("--certify", action="store_true",
+                     help="with --one-gram: keep the Gram in tiles on the workers and prove a lower bound on its "
+                     "lambda_min there (the certificate of `gram --certify`: rounding enclosure per tile, Rump's "
+                     "criterion on a blocked Cholesky of G - tI on the workers)")
     one.add_argument("--chunk-heads", type=positive_int, default=None, metavar="C",
                      help="heads per block, one product task each (default: one product task per worker thread, "
                      "at least one per tile)")
@@ -80,19 +90,22 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..distributed import sweep
+    from ..errors import InputError
 
     paths = args.paths or [str(bundled_path("screen_default.npz"))]
     if args.one_gram:
         return _one_gram(args, paths)
+    if args.certify:
+        raise InputError("--certify applies to --one-gram; a grid certifies every row unless --no-certify")
     res = sweep(paths, q_scales=args.q_scales, b_scales=args.b_scales,
                 heads=args.heads if args.heads is not None else [None], seeds=args.seeds, dist=args.dist,
-                certify=not args.no_certify, serial=args.serial, scheduler=args.scheduler, workers=args.workers,
-                threads=args.threads, progress=args.progress)
+                certify=not args.no_certify, serial=args.serial, scheduler=args.scheduler,
+                scheduler_file=args.scheduler_file, workers=args.workers, threads=args.threads,
+                progress=args.progress)
     if args.plot:
         res.plot(args.plot)
     if args.json:
-        d = {"schema": "ntkcheck/sweep/1", **res.to_dict(), "plot": args.plot}
-        print(json.dumps(d))
+        emit_json("sweep", {**res.to_dict(), "plot": args.plot})
         return 0
     print(res.table())
     if args.plot:
@@ -119,14 +132,16 @@ def _one_gram(args: argparse.Namespace, paths: list[str]) -> int:
     H = args.heads[0] if args.heads else default_head_count(sum(law.n_atoms for law in laws), laws[0].dim)
     q, b, seed = args.q_scales[0], args.b_scales[0], args.seeds[0]
     r = distributed_gram(laws, H, q_scale=q, b_scale=b, dist=args.dist, seed=seed, scheduler=args.scheduler,
-                         workers=args.workers, threads=args.threads, chunk_heads=args.chunk_heads, tiles=args.tiles,
-                         reduce=args.reduce, progress=args.progress)
+                         scheduler_file=args.scheduler_file, workers=args.workers, threads=args.threads,
+                         chunk_heads=args.chunk_heads, tiles=args.tiles, reduce=args.reduce, certify=args.certify,
+                         progress=args.progress)
+    code = EXIT_OK if not args.certify or r.gram.certified_positive else EXIT_INCONCLUSIVE
     if args.json:
-        d = {"schema": "ntkcheck/sweep/1", "mode": r.mode, "seconds": r.seconds_gram + r.seconds_spectrum,
-             "dist": args.dist, "plot": None,
-             "one_gram": {"file": paths[0], "q_scale": q, "b_scale": b, "heads": H, "seed": seed, **r.to_dict()}}
-        print(json.dumps(d))
-        return 0
+        emit_json("sweep", {"mode": r.mode, "seconds": r.seconds_gram + r.seconds_spectrum, "dist": args.dist,
+                            "plot": None, "exit_code": code,
+                            "one_gram": {"file": paths[0], "q_scale": q, "b_scale": b, "heads": H, "seed": seed,
+                                         **r.to_dict()}})
+        return code
     print(f"{paths[0]}: q_scale {q:g}, b_scale {b:g}, seed {seed}, {args.dist} heads")
     print(r.summary())
-    return 0
+    return code

@@ -34,35 +34,33 @@ differs from it by at most :math:`2 \gamma_K |F||F|^T`.
 The spectrum is found on the client as :func:`~ntkcheck.ntk.gram_matrix.gram` finds it
 (``eigvalsh`` up to ``M = 4096``, Cholesky + Lanczos above, the same status thresholds);
 the SVD fallback of ``gram`` (below relative ``1e-10``) needs ``F`` whole and is not run.
+
+With ``certify=True`` the summed tiles stay on the workers (row block ``k`` on one worker) and
+:math:`\lambda_{\min} \ge c > 0` is proved there (:mod:`ntkcheck.distributed._certified`: the
+serial certificate's enclosure from per-tile Collatz-Wielandt products, Rump's criterion on a
+blocked Cholesky of :math:`\mathrm{fl}(G) - tI`, :mod:`ntkcheck.distributed._tiled`); the client
+holds vectors of length ``M`` only.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import scipy.linalg as sla
 
 from .._progress import progress_bar
+from .._text import fit
 from .._validate import check_score_range
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
-from ..ntk.features import (
-    DEFAULT_CHUNK,
-    Heads,
-    _as_heads,
-    _atom_count,
-    _feature_columns,
-    _groups,
-    _head_block,
-    init_heads,
-)
+from ..ntk.certificate import MAX_CERTIFY_TOKENS, GramCertificate, PositivityCertificate
+from ..ntk.features import DEFAULT_CHUNK, Heads, _as_heads, _atom_count, init_heads
 from ..ntk.gram_matrix import (
     MAX_EIGENVALUES,
     RESOLUTION_EIGH,
@@ -72,39 +70,12 @@ from ..ntk.gram_matrix import (
     merge_note,
     spectrum_status,
 )
+from . import _certified, _tiled
+from ._accumulate import _block_features as _block_features  # noqa: F401  (tests and the benchmark use it)
+from ._accumulate import _row_blocks, _submit
+from ._cluster import dask_client
 
 __all__ = ["DistributedGram", "distributed_gram", "dask_client"]
-
-
-@contextlib.contextmanager
-def dask_client(client: Any, scheduler: str | None, workers: int, threads: int, processes: bool) -> Iterator[Any]:
-    """``client`` as given (not closed), else a client of the scheduler at ``scheduler``, else a
-    ``LocalCluster(workers, threads, processes)`` started here; closed on exit when opened here."""
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise InputError("this needs dask and distributed: pip install 'ntkcheck[dask]' (or run serially)") from None
-    if client is not None:
-        yield client
-        return
-    if not (isinstance(workers, int) and workers >= 1 and isinstance(threads, int) and threads >= 1):
-        raise InputError(f"workers and threads: expected positive integers, got {workers!r}, {threads!r}")
-    cluster = None
-    if scheduler is not None:
-        try:
-            client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise InputError(f"cannot connect to the Dask scheduler at {scheduler!r} ({exc})") from None
-    else:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=threads, processes=processes,
-                               dashboard_address=":0")  # a free port: never clash with another cluster
-        client = Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 @dataclass(frozen=True)
@@ -115,7 +86,12 @@ class DistributedGram:
     (``tiles (tiles + 1) / 2`` tiles of the lower triangle), ``tasks`` Dask tasks (products and
     additions), ``reduce`` (``"tree"`` or ``"ordered"``), ``mode`` (``"dask <address>"``), and the
     wall times of the accumulation (from a running cluster: its start-up is not counted) and of
-    the spectrum (on the client)."""
+    the spectrum (on the client; with ``certify``, the factorisations and Lanczos on the workers).
+
+    With ``certify=True``: ``certificate`` is the :class:`~ntkcheck.ntk.certificate.PositivityCertificate`
+    of the tiled Gram (also in ``gram.certified``, as ``gram(certify=True)`` reports it), ``shift``
+    the ``t`` of the Cholesky of ``fl(G) - tI`` that proved it (None if nothing was proved), and
+    ``factorizations`` the blocked Cholesky factorisations run on the workers."""
 
     gram: GramResult
     mode: str
@@ -126,129 +102,54 @@ class DistributedGram:
     reduce: str
     seconds_gram: float
     seconds_spectrum: float
+    certificate: PositivityCertificate | None = None
+    shift: float | None = None
+    factorizations: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "chunk_heads": self.chunk_heads, "head_blocks": self.head_blocks,
                 "tiles": self.tiles, "tasks": self.tasks, "reduce": self.reduce, "seconds_gram": self.seconds_gram,
-                "seconds_spectrum": self.seconds_spectrum, "gram": self.gram.to_dict()}
+                "seconds_spectrum": self.seconds_spectrum, "gram": self.gram.to_dict(),
+                "certificate": None if self.certificate is None else self.certificate.to_dict(),
+                "shift": self.shift, "factorizations": self.factorizations}
 
     def summary(self) -> str:
         g = self.gram
-        return "\n".join([
+        where = "on the workers, blocked Cholesky" if self.certificate is not None else "on this machine"
+        return fit([
             f"NTK Gram at FixUp on {g.atoms} distinct atoms, H = {g.heads} heads, d = {g.dim}",
             f"  accumulated on Dask ({self.mode}): {self.head_blocks} head blocks of <= {self.chunk_heads} heads x "
             f"{self.tiles * (self.tiles + 1) // 2} tiles, {self.tasks} tasks, {self.reduce} reduction, "
             f"{self.seconds_gram:.2f} s",
-            f"  spectrum on this machine ({g.method}): {self.seconds_spectrum:.2f} s",
+            f"  spectrum {where} ({g.method}): {self.seconds_spectrum:.2f} s",
             f"  lambda_min {g.lambda_min:.6g}, lambda_max {g.lambda_max:.6g}, relative {g.relative_lambda_min:.3g}",
             f"  status: {g.status_text()}",
             *(f"  note: {n}" for n in g.notes),
         ])
 
 
-# ------------------------------------------------------------------------------ tasks
-
-
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-
-def _block_features(laws: Sequence[Empirical], heads: Heads, H: int, h0: int, h1: int, chunk: int) -> np.ndarray:
-    """Columns ``h0 d : h1 d`` of ``F`` on the rows of ``laws`` (row weights ``sqrt(m / H)``)."""
-    out = np.empty((_atom_count(laws), (h1 - h0) * heads.dim))
-    _feature_columns(_groups(laws, H), heads, h0, h1, out, chunk, _NoBar())
-    return out
-
-
-def _tile_product(laws_i: Sequence[Empirical], laws_j: Sequence[Empirical] | None, heads: Heads, h0: int, h1: int,
-                  chunk: int) -> np.ndarray:
-    """One task: ``(F_c)_I (F_c)_J^T`` for the heads ``h0:h1``; ``laws_j`` None is the diagonal
-    tile ``I = J``, by ``syrk`` (lower triangle, Fortran order, as the serial accumulation).
-
-    The heads are taken in sub-blocks of the serial block size (``_head_block`` of the tile's
-    rows: at least 256 columns, at most ``2^25`` entries) and accumulated in place in that order,
-    so a task's memory is one tile and two feature sub-blocks whatever ``h1 - h0``."""
-    H, d = heads.count, heads.dim
-    Mi = _atom_count(laws_i)
-    Mj = Mi if laws_j is None else _atom_count(laws_j)
-    step = _head_block(max(Mi, Mj), H, d)
-    T = np.zeros((Mi, Mj), order="F")
-    for a in range(h0, h1, step):
-        b = min(h1, a + step)
-        Bi = _block_features(laws_i, heads, H, a, b, chunk)
-        if laws_j is None:  # Bi.T is Fortran-ordered: BLAS reads it without a copy
-            T = sla.blas.dsyrk(1.0, Bi.T, beta=1.0, c=T, trans=1, lower=1, overwrite_c=1)
-        else:
-            Bj = _block_features(laws_j, heads, H, a, b, chunk)
-            T = sla.blas.dgemm(1.0, Bi.T, Bj.T, beta=1.0, c=T, trans_a=1, overwrite_c=1)
-    return T
-
-
-def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """One reduction step (out of place: the inputs may still be held by the scheduler)."""
-    return np.add(a, b, order="F")
-
-
-def _row_blocks(laws: Sequence[Empirical], p: int) -> list[tuple[int, int]]:
-    """Cut the laws into ``min(p, n)`` contiguous, non-empty ranges of about ``M / p`` atoms each."""
-    cum = np.concatenate([[0], np.cumsum([law.n_atoms for law in laws])])
-    n, M = len(laws), int(cum[-1])
-    p = min(p, n)
-    edges = [0]
-    for k in range(1, p):  # the cut nearest k M / p, leaving room for the blocks still to come
-        j = int(np.argmin(np.abs(cum[1:n] - k * M / p))) + 1
-        edges.append(min(max(j, edges[-1] + 1), n - (p - k)))
-    edges.append(n)
-    return list(zip(edges[:-1], edges[1:]))
-
-
-def _submit(client: Any, blocks: list[Any], heads_f: Any, H: int, c: int, chunk: int, reduce: str
-            ) -> tuple[list[Any], dict[Any, tuple[int, int]]]:
-    """Submit the products and the per-tile reductions; return every future (for progress) and
-    the root future of each tile ``(I, J)``. No list of intermediate futures outlives this call,
-    so a partial is released as soon as the addition that consumes it has run."""
-    futs: list[Any] = []
-    roots: dict[Any, tuple[int, int]] = {}
-    p = len(blocks)
-    for i in range(p):
-        for j in range(i + 1):
-            level = [client.submit(_tile_product, blocks[i], None if i == j else blocks[j], heads_f, h0,
-                                   min(H, h0 + c), chunk, pure=False, priority=0) for h0 in range(0, H, c)]
-            futs.extend(level)
-            if reduce == "ordered":
-                acc = level[0]
-                for k, f in enumerate(level[1:]):
-                    acc = client.submit(_add, acc, f, pure=False, priority=1 + k)
-                    futs.append(acc)
-                roots[acc] = (i, j)
-                continue
-            depth = 0
-            while len(level) > 1:  # pairs (0, 1), (2, 3), ...; an odd last one waits a level
-                depth += 1
-                nxt = [client.submit(_add, level[k], level[k + 1], pure=False, priority=depth)
-                       for k in range(0, len(level) - 1, 2)]
-                futs.extend(nxt)
-                level = nxt + level[len(level) - len(level) % 2:]
-            roots[level[0]] = (i, j)
-    return futs, roots
-
-
 # --------------------------------------------------------------------------- spectrum
+
+
+def _size_notes(laws: Sequence[Empirical], heads: Heads, M: int, notes: list[str]) -> tuple[tuple[SampleSize, ...], bool]:
+    """The samples' sizes and whether ``H d < M`` (warned about: not a verdict about the data)."""
+    H, d = heads.count, heads.dim
+    sizes = tuple(SampleSize.of(law) for law in laws)
+    if (merged := merge_note(sizes)) is not None:
+        notes.insert(0, merged)
+    by_size = H * d < M
+    if by_size:
+        warnings.warn(f"H d = {H}*{d} = {H * d} < M = {M} distinct atoms: the Gram is singular by rank; this is not "
+                      f"a verdict about the data (use at least {math.ceil(M / d)} heads)", NtkcheckWarning, stacklevel=4)
+        notes.append(f"singular by rank: H d = {H * d} < M = {M}")
+    return sizes, by_size
 
 
 def _spectrum(G: np.ndarray, laws: Sequence[Empirical], heads: Heads, keep_matrix: bool,
               notes: list[str]) -> GramResult:
     """The summary :func:`~ntkcheck.ntk.gram_matrix.gram` reports, from the lower triangle of ``G``."""
     M, H, d = G.shape[0], heads.count, heads.dim
-    sizes = tuple(SampleSize.of(law) for law in laws)
-    by_size = H * d < M
-    if (merged := merge_note(sizes)) is not None:
-        notes.insert(0, merged)
-    if by_size:
-        warnings.warn(f"H d = {H}*{d} = {H * d} < M = {M} distinct atoms: the Gram is singular by rank; this is not "
-                      f"a verdict about the data (use at least {math.ceil(M / d)} heads)", NtkcheckWarning, stacklevel=3)
-        notes.append(f"singular by rank: H d = {H * d} < M = {M}")
+    sizes, by_size = _size_notes(laws, heads, M, notes)
     want_all = M <= MAX_EIGENVALUES
     ext = None if (want_all or by_size) else _extremal_eigh(G)
     eig = None
@@ -274,6 +175,113 @@ def _spectrum(G: np.ndarray, laws: Sequence[Empirical], heads: Heads, keep_matri
                       certified=None, notes=tuple(notes), samples=sizes, matrix=kept, kernel_vectors=kernel)
 
 
+def _certified_result(laws: Sequence[Empirical], heads: Heads, M: int, lam: float | None, lmax: float,
+                      pc: PositivityCertificate | None, notes: list[str]) -> GramResult:
+    """The summary ``gram(certify=True)`` reports, from the tiled route: ``lambda_min`` the Lanczos
+    estimate through the blocked factor (0 when float64 cannot factor the Gram, or ``H d < M``),
+    ``lambda_max`` Lanczos on the tiles, the certificate as
+    :func:`~ntkcheck.ntk.gram_matrix.certify_result` attaches it."""
+    sizes, by_size = _size_notes(laws, heads, M, notes)
+    lmin = 0.0 if (by_size or lam is None) else max(lam, 0.0)
+    status = spectrum_status(lmin, lmax, by_size=by_size, resolution=RESOLUTION_EIGH)
+    cert = None
+    if pc is not None:
+        if pc.positive:
+            cert = GramCertificate(pc.method, pc.lower_bound, 53, pc.statement)
+            notes.append(f"positivity certified ({cert.how})")
+            status = "positive"
+        else:
+            cert = GramCertificate("inconclusive", None, 53, f"{pc.statement}; the routes below float64's resolution "
+                                   "(preconditioned, Arb) need F whole: `ntkcheck gram --certify` runs them up to "
+                                   f"M = {MAX_CERTIFY_TOKENS}")
+            notes.append(f"certification inconclusive: {cert.detail}"
+                         + ("; positivity is seen in float64 only" if status == "positive" else ""))
+    return GramResult(lambda_min=lmin, lambda_max=float(lmax), condition=(lmax / lmin) if lmin > 0 else math.inf,
+                      atoms=M, tokens=int(sum(s.tokens for s in sizes)), heads=heads.count, dim=heads.dim,
+                      eigenvalues=None, rank_deficient_by_size=by_size, method="cholesky-lanczos",
+                      resolution=RESOLUTION_EIGH, status=status, certified=cert, notes=tuple(notes), samples=sizes)
+
+
+# ------------------------------------------------------------------------ the two runs
+
+
+def _follow(futs: list[Any], roots: dict[Any, tuple[int, int]], desc: str, progress: bool,
+            on_root: Any = None) -> None:
+    """Advance a bar as Dask reports each task finished; raise a task's error here; call
+    ``on_root(future, (i, j))`` for each tile's root."""
+    from distributed import as_completed
+
+    with progress_bar(len(futs), desc=desc, unit="task", enabled=bool(progress)) as bar:
+        done = as_completed(futs)
+        futs.clear()  # the caller's list: a partial is released once consumed
+        for fut in done:
+            bar.update(1)
+            if fut.status == "error":
+                fut.result()  # raises the task's error here
+            if fut in roots and on_root is not None:
+                on_root(fut, roots.pop(fut))
+            del fut
+
+
+def _gathered_run(cl: Any, laws: Sequence[Empirical], heads: Heads, ranges: list[tuple[int, int]], blocks: list[Any],
+                  heads_f: Any, c: int, chunk: int, reduce: str, progress: bool) -> tuple[np.ndarray, int]:
+    """The float64 route: every summed tile travels to the client, into the lower triangle of ``G``."""
+    futs, roots = _submit(cl, blocks, heads_f, heads.count, c, chunk, reduce)
+    n_tasks = len(futs)
+    offsets = _offsets(laws, ranges)
+    G = np.zeros((offsets[-1], offsets[-1]), order="F")
+
+    def put(fut: Any, ij: tuple[int, int]) -> None:
+        i, j = ij
+        G[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = fut.result()
+
+    _follow(futs, roots, f"Gram on Dask ({-(-heads.count // c)} head blocks)", progress, put)
+    return G, n_tasks
+
+
+def _offsets(laws: Sequence[Empirical], ranges: list[tuple[int, int]]) -> tuple[int, ...]:
+    return tuple(int(x) for x in np.concatenate([[0], np.cumsum([sum(law.n_atoms for law in laws[a:b])
+                                                                  for a, b in ranges])]))
+
+
+def _tiled_run(cl: Any, laws: Sequence[Empirical], heads: Heads, ranges: list[tuple[int, int]], blocks: list[Any],
+               heads_f: Any, c: int, chunk: int, reduce: str, progress: bool) -> tuple[Any, int]:
+    """The certified route's accumulation: the summed tiles stay on the workers; their
+    Collatz-Wielandt parts and the feature radii come to the client (vectors of length ``M``)."""
+    H = heads.count
+    offsets = _offsets(laws, ranges)
+    v_f = cl.submit(_certified.start_vector, blocks, heads_f, chunk, pure=False)
+    e2_f = cl.submit(_certified.feature_radii, blocks, heads_f, pure=False)
+    v = v_f.result()
+    v_blocks = cl.scatter([v[offsets[k]:offsets[k + 1]] for k in range(len(ranges))], broadcast=True, hash=False)
+    own = _tiled.owners(cl, len(ranges))  # each row block's tiles stay on one worker
+    futs, roots = _submit(cl, blocks, heads_f, H, c, chunk, reduce, v_blocks, own)
+    n_tasks = len(futs) + 2
+    at = {ij: {"workers": [own[ij[0]]], "allow_other_workers": True} if own[ij[0]] else {} for ij in roots.values()}
+    tiles = {ij: cl.submit(_certified.first, r, pure=False, **at[ij]) for r, ij in roots.items()}
+    w_futs = {ij: cl.submit(_certified.rest, r, pure=False, **at[ij]) for r, ij in roots.items()}
+    _follow(futs, roots, f"Gram on Dask, tiles kept ({-(-H // c)} head blocks)", progress)
+    keys = sorted(w_futs)
+    w_parts = dict(zip(keys, cl.gather([w_futs[k] for k in keys])))
+    e2, _, dmax = e2_f.result()
+    G = _tiled.Tiles(tiles, offsets, own)
+    return _certified.enclosure(cl, G, w_parts, v, e2, dmax, H * heads.dim, H), n_tasks
+
+
+def _certify_on_workers(cl: Any, laws: Sequence[Empirical], heads: Heads, enc: Any, shift: float | None,
+                        notes: list[str]) -> tuple[GramResult, PositivityCertificate | None, float | None, int]:
+    """Rump's criterion on the tiles (unless ``H d < M``), ``lambda_max`` by Lanczos, the result."""
+    M = enc.G.n
+    pc = lam = t = None
+    n_fact = 0
+    if heads.count * heads.dim >= M:
+        pc, lam, t, n_fact = _certified.certify_tiles(cl, enc, shift)
+    lmax = _certified.largest_eigenvalue(cl, enc.G)
+    notes.append(f"lambda_min by Lanczos on the inverse through the blocked Cholesky factor on the workers "
+                 f"({enc.G.p} row blocks), lambda_max by Lanczos on the tiles")
+    return _certified_result(laws, heads, M, lam, lmax, pc, notes), pc, t, n_fact
+
+
 # -------------------------------------------------------------------------------- API
 
 
@@ -293,6 +301,7 @@ def distributed_gram(
     seed: int = 0,
     client: Any = None,
     scheduler: str | None = None,
+    scheduler_file: str | Path | None = None,
     workers: int = 2,
     threads: int = 1,
     processes: bool = True,
@@ -300,6 +309,8 @@ def distributed_gram(
     tiles: int = 1,
     reduce: Literal["tree", "ordered"] = "tree",
     keep_matrix: bool = False,
+    certify: bool = False,
+    shift: float | None = None,
     chunk: int = DEFAULT_CHUNK,
     progress: bool = False,
 ) -> DistributedGram:
@@ -312,18 +323,24 @@ def distributed_gram(
 
     (seed 003 "Training Infinitely Deep and Wide Transformers" Prop. 5), one task per head
     block and tile, partial products summed on the workers (module docstring of
-    ``ntkcheck.distributed.gram``), the spectrum on the client as
-    :func:`~ntkcheck.ntk.gram_matrix.gram` reports it (float64; no certificate).
+    ``ntkcheck.distributed.gram``). Without ``certify``, the spectrum on the client as
+    :func:`~ntkcheck.ntk.gram_matrix.gram` reports it (float64). With ``certify=True`` the
+    Gram stays in tiles on the workers and :math:`\lambda_{\min} \ge c > 0` is proved there as
+    :func:`~ntkcheck.ntk.certificate.certify_positive` proves it (enclosure, Rump's criterion on a
+    blocked Cholesky of :math:`\mathrm{fl}(G) - tI`, Weyl; ``theory/certificates.md``).
 
     Parameters
     ----------
     samples : list of Empirical, list of (N_i, d) arrays, or (n, N, d) array
     heads : int or Heads
         Explicit heads, or a count drawn by :func:`~ntkcheck.ntk.features.init_heads` from
-        ``q_scale``, ``b_scale``, ``dist``, ``seed`` (as ``gram`` does).
-    client, scheduler, workers, threads, processes
+        ``q_scale``, ``b_scale``, ``dist``, ``seed`` (as ``gram`` does), on the client: the
+        heads do not depend on the workers.
+    client, scheduler, scheduler_file, workers, threads, processes
         An existing ``distributed.Client`` (not closed here); else a running scheduler's
-        address; else a ``LocalCluster(workers, threads, processes)`` started and closed here.
+        address, or the scheduler file written by ``dask scheduler --scheduler-file FILE``;
+        else a ``LocalCluster(workers, threads, processes)`` started and closed here
+        (:func:`~ntkcheck.distributed._cluster.dask_client`: one BLAS thread per worker).
     chunk_heads : int, optional
         Heads per block (per product task; a task runs its block in sub-blocks of the serial
         size, so its memory does not grow with it). Default: ``ceil(H / B)`` with
@@ -342,7 +359,16 @@ def distributed_gram(
         bit equal to ``_gram_accumulated`` when the blocks are the same, ``tiles = 1`` and each
         block's product is one BLAS dot product).
     keep_matrix : bool
-        Keep the symmetric ``(M, M)`` Gram (``M <= 4096``) in ``result.gram.matrix``.
+        Keep the symmetric ``(M, M)`` Gram (``M <= 4096``) in ``result.gram.matrix`` (not with
+        ``certify``: that Gram never leaves the workers).
+    certify : bool
+        Prove :math:`\lambda_{\min} > 0` on the workers (``result.certificate``, and
+        ``result.gram.certified`` as ``gram(certify=True)`` reports it). Use ``tiles`` to spread
+        the Gram: the factorisation's tasks are the ``p^3 / 6`` tile updates.
+    shift : float, optional
+        With ``certify``: the ``t`` of the one Cholesky of ``fl(G) - tI`` (default: as the serial
+        route chooses it, ``0.9`` times a Lanczos estimate of :math:`\lambda_{\min}`, after one
+        factorisation of ``fl(G)``).
     progress : bool
         A bar over the Dask tasks as they finish (``distributed.as_completed``).
 
@@ -350,8 +376,51 @@ def distributed_gram(
     -------
     DistributedGram
         Memory on the client: ``8 M^2`` bytes for ``G`` (plus the Cholesky factor above
-        ``M = 4096``).
+        ``M = 4096``); with ``certify``, vectors of length ``M`` only. On the workers with
+        ``certify``: the lower tiles of ``G`` and of one factor, ``8 M^2`` bytes in all, plus the
+        tiles of a running update.
     """
+    laws, heads, p, chunk, c = _inputs(samples, heads, q_scale, b_scale, dist, seed, tiles, chunk, chunk_heads,
+                                       reduce, keep_matrix, certify, shift)
+    H = heads.count
+    ranges = _row_blocks(laws, p)
+    n_tiles = len(ranges) * (len(ranges) + 1) // 2
+    with dask_client(client, scheduler, workers, threads, processes, scheduler_file) as cl:
+        t0 = time.perf_counter()  # the cluster is up: its start-up is not counted
+        if c is None:  # as many product tasks as worker threads (at least one per tile)
+            slots = sum(w.get("nthreads", 1) for w in cl.scheduler_info()["workers"].values()) or 1
+            c = -(-H // -(-slots // n_tiles))
+        blocks = cl.scatter([list(laws[a:b]) for a, b in ranges], broadcast=True, hash=False)
+        heads_f = cl.scatter([heads], broadcast=True, hash=False)[0]
+        notes = [f"Gram accumulated on Dask: {-(-H // c)} head blocks x {n_tiles} tiles, {reduce} reduction"]
+        pc = t = None
+        n_fact = 0
+        if certify:
+            enc, n_tasks = _tiled_run(cl, laws, heads, ranges, blocks, heads_f, c, chunk, reduce, progress)
+            t1 = time.perf_counter()
+            res, pc, t, n_fact = _certify_on_workers(cl, laws, heads, enc, shift, notes)
+            t2 = time.perf_counter()
+        else:
+            G, n_tasks = _gathered_run(cl, laws, heads, ranges, blocks, heads_f, c, chunk, reduce, progress)
+            t1 = time.perf_counter()
+        mode = f"dask {cl.scheduler.address}"
+    if not certify:
+        res = _spectrum(G, laws, heads, keep_matrix, notes)
+        t2 = time.perf_counter()
+    return DistributedGram(gram=res, mode=mode, chunk_heads=c, head_blocks=-(-H // c), tiles=len(ranges),
+                           tasks=n_tasks, reduce=reduce, seconds_gram=t1 - t0, seconds_spectrum=t2 - t1,
+                           certificate=pc, shift=t, factorizations=n_fact)
+
+
+def _inputs(samples: Any, heads: Any, q_scale: float, b_scale: float, dist: str, seed: int, tiles: Any, chunk: Any,
+            chunk_heads: Any, reduce: str, keep_matrix: bool, certify: bool, shift: Any
+            ) -> tuple[list[Empirical], Heads, int, int, int | None]:
+    """The arguments of :func:`distributed_gram` checked, before any cluster starts."""
+    if certify and keep_matrix:
+        raise InputError("keep_matrix: with certify the Gram stays on the workers; it is not kept")
+    if shift is not None and not (certify and isinstance(shift, (int, float, np.floating)) and not isinstance(
+            shift, bool) and math.isfinite(shift) and shift > 0):
+        raise InputError(f"shift: expected a finite number > 0 with certify=True, got {shift!r}")
     laws = as_laws(samples)
     d = laws[0].dim
     if isinstance(heads, bool) or not isinstance(heads, (int, np.integer, Heads, tuple)):
@@ -368,38 +437,4 @@ def distributed_gram(
     if keep_matrix and M > MAX_EIGENVALUES:
         raise InputError(f"keep_matrix: the Gram is kept only up to {MAX_EIGENVALUES} distinct atoms, got M = {M}")
     check_score_range([law.atoms for law in laws], heads.Q, heads.b)
-    ranges = _row_blocks(laws, p)
-    n_tiles = len(ranges) * (len(ranges) + 1) // 2
-    with dask_client(client, scheduler, workers, threads, processes) as cl:
-        from distributed import as_completed
-
-        t0 = time.perf_counter()  # the cluster is up: its start-up is not counted
-        if c is None:  # as many product tasks as worker threads (at least one per tile)
-            slots = sum(w.get("nthreads", 1) for w in cl.scheduler_info()["workers"].values()) or 1
-            c = -(-H // -(-slots // n_tiles))
-        starts = list(range(0, H, c))
-        blocks = cl.scatter([list(laws[a:b]) for a, b in ranges], broadcast=True, hash=False)
-        heads_f = cl.scatter([heads], broadcast=True, hash=False)[0]
-        futs, roots = _submit(cl, blocks, heads_f, H, c, chunk, reduce)
-        n_tasks = len(futs)
-        offsets = np.concatenate([[0], np.cumsum([sum(law.n_atoms for law in laws[a:b]) for a, b in ranges])])
-        G = np.zeros((M, M), order="F")
-        with progress_bar(n_tasks, desc=f"Gram on Dask ({len(starts)} head blocks)", unit="task",
-                          enabled=bool(progress)) as bar:
-            done = as_completed(futs)
-            del futs
-            for fut in done:
-                bar.update(1)
-                if fut.status == "error":
-                    fut.result()  # raises the task's error here
-                if fut in roots:
-                    i, j = roots.pop(fut)
-                    G[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = fut.result()
-                del fut
-        t1 = time.perf_counter()
-        mode = f"dask {cl.scheduler.address}"
-    notes = [f"Gram accumulated on Dask: {len(starts)} head blocks x {n_tiles} tiles, {reduce} reduction"]
-    t2 = time.perf_counter()
-    res = _spectrum(G, laws, heads, keep_matrix, notes)
-    return DistributedGram(gram=res, mode=mode, chunk_heads=c, head_blocks=len(starts), tiles=len(ranges),
-                           tasks=n_tasks, reduce=reduce, seconds_gram=t1 - t0, seconds_spectrum=time.perf_counter() - t2)
+    return laws, heads, p, chunk, c

@@ -53,7 +53,7 @@ from ..cgf import Empirical, as_laws
 from ..errors import InputError
 from ..io.files import load_samples
 from ..screening import screen
-from .gram import dask_client
+from ._cluster import dask_client
 
 __all__ = ["SweepRow", "SweepResult", "sweep", "sweep_grid"]
 
@@ -140,7 +140,10 @@ class SweepResult:
 
     def best(self) -> list[dict[str, Any]]:
         """Per ``(file, heads)``: the ``(q_scale, b_scale)`` with the largest median
-        ``screened_lambda_min`` over seeds, and how many of its seeds are certified positive."""
+        :attr:`SweepRow.screened_lambda_min` over seeds, how many of its seeds are certified
+        positive, and what that ``lambda_min`` is of (``"lambda_min_of"``): ``"outside the
+        dependency"`` (the Gram of the samples outside the dependency found, when the full Gram
+        has its kernel at every cell) or ``"all samples"``."""
         out = []
         for f, h in list(dict.fromkeys((r.file, r.heads) for r in self.rows)):
             qs, bs, Z = self.median_grid(f, h)
@@ -149,8 +152,26 @@ class SweepResult:
             i, j = np.unravel_index(int(np.nanargmax(Z)), Z.shape)
             cell = [r for r in self.rows if r.key[:4] == (f, h, qs[i], bs[j])]
             cert = sum(1 for r in cell if (r.certified if r.complement_certified is None else r.complement_certified))
+            outside = any(r.complement_lambda_min is not None for r in cell)
             out.append({"file": f, "heads": h, "q_scale": qs[i], "b_scale": bs[j], "median_lambda_min": float(Z[i, j]),
+                        "lambda_min_of": "outside the dependency" if outside else "all samples",
                         "seeds": len(cell), "certified_seeds": cert})
+        return out
+
+    def best_lines(self) -> list[str]:
+        """The summary lines of :meth:`table`: per ``(file, heads)`` the best cell, saying which
+        ``lambda_min`` it is (at most 100 columns)."""
+        out = []
+        for b in self.best():
+            name = Path(b["file"]).name
+            name = name if len(name) <= 30 else name[:27] + "..."
+            where = (f"at q_scale {b['q_scale']:g}, b_scale {b['b_scale']:g} ({b['certified_seeds']}/{b['seeds']} "
+                     "seeds certified")
+            if b["lambda_min_of"] == "outside the dependency":
+                out.append(f"best median lambda_min outside the dependency (last column), {name}, H = {b['heads']}:")
+                out.append(f"  {b['median_lambda_min']:.4g} {where}), not the full Gram's lambda_min")
+            else:
+                out.append(f"best median lambda_min, {name}, H = {b['heads']}: {b['median_lambda_min']:.4g} {where})")
         return out
 
     def table(self) -> str:
@@ -164,10 +185,7 @@ class SweepResult:
                        f"{r.lambda_min:>11.3e} {r.relative_lambda_min:>9.2e} {'yes' if r.certified else 'no':>9} "
                        f"{r.crosscheck:>11} {comp:>17}")
         out.append("(* = positivity certified; otherwise seen in float64 only or below resolution)")
-        for b in self.best():
-            out.append(f"best median lambda_min for {Path(b['file']).name}, H = {b['heads']}: {b['median_lambda_min']:.4g} "
-                       f"at q_scale {b['q_scale']:g}, b_scale {b['b_scale']:g} ({b['certified_seeds']}/{b['seeds']} "
-                       "seeds certified)")
+        out.extend(self.best_lines())
         out.append(f"{len(self.rows)} tasks, {self.mode}, {self.seconds:.2f} s")
         return "\n".join(out)
 
@@ -236,7 +254,8 @@ def _task(laws: list[Empirical], file: str, heads: int | None, q: float, b: floa
         file=file, q_scale=q, b_scale=b, heads=g.heads, seed=seed,
         lambda_min=float(g.lambda_min), relative_lambda_min=float(g.relative_lambda_min), status=g.status,
         certified=bool(g.certified_positive),
-        certified_lower_bound=None if g.certified is None else float(g.certified.lower_bound),
+        certified_lower_bound=(None if g.certified is None or g.certified.lower_bound is None
+                               else float(g.certified.lower_bound)),  # an inconclusive certificate has none
         crosscheck=r.crosscheck.agreement, weak=r.weak.verdict.value,
         complement_lambda_min=None if cg is None else float(cg.lambda_min),
         complement_relative_lambda_min=None if cg is None else float(cg.relative_lambda_min),
@@ -286,6 +305,7 @@ def sweep(
     serial: bool = False,
     client: Any = None,
     scheduler: str | None = None,
+    scheduler_file: str | Path | None = None,
     workers: int = 2,
     threads: int = 1,
     processes: bool = True,
@@ -314,9 +334,11 @@ def sweep(
         Run in this process, in grid order, without Dask.
     client : distributed.Client, optional
         An existing client (not closed here). Else ``scheduler`` (an address such as
-        ``tcp://host:8786``) connects to a running cluster, and without it a
+        ``tcp://host:8786``) or ``scheduler_file`` (written by ``dask scheduler
+        --scheduler-file FILE``) connects to a running cluster, and without them a
         ``LocalCluster(n_workers=workers, threads_per_worker=threads, processes=processes)``
-        is started and closed here.
+        is started and closed here. Each task draws its heads from its own ``seed``: the rows
+        do not depend on how many workers there are or which one ran a task.
     progress : bool
         A progress bar on stderr (:func:`ntkcheck._progress.progress_bar`) advanced as Dask reports
         each task finished (``distributed.as_completed``), the last row's numbers beside it.
@@ -368,7 +390,7 @@ def sweep(
             mode = "serial"
         else:
             mode = _run_dask(laws, tasks, dist, certify, arrived, client, scheduler, workers, threads, processes,
-                             progress)
+                             progress, scheduler_file)
     order = {f: i for i, f in enumerate(laws)}  # files in the order given, not by path string
     rows.sort(key=lambda r: (order[r.file],) + r.key[1:])
     return SweepResult(rows=tuple(rows), mode=mode, seconds=time.perf_counter() - t0, dist=dist)
@@ -376,8 +398,9 @@ def sweep(
 
 def _run_dask(laws: dict[str, list[Empirical]], tasks: list[tuple[str, int | None, float, float, int]], dist: str,
               certify: bool, arrived: Callable[[SweepRow], None], client: Any, scheduler: str | None,
-              workers: int, threads: int, processes: bool, progress: bool) -> str:
-    with dask_client(client, scheduler, workers, threads, processes) as cl:
+              workers: int, threads: int, processes: bool, progress: bool,
+              scheduler_file: str | Path | None = None) -> str:
+    with dask_client(client, scheduler, workers, threads, processes, scheduler_file) as cl:
         from distributed import as_completed
 
         if progress:
