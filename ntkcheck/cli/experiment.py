@@ -35,11 +35,13 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser(
         "experiment",
-        help="measure a limit theorem of the seeds (tokens, heads, depth, Langevin, low temperature)",
+        help="measure a limit theorem of the seeds (tokens, heads, depth, Langevin, low temperature, "
+        "stability constants, joint fluctuations)",
         description="Measure one of the seeds' limit theorems on simulated dynamics: the error against the "
         "number of tokens, heads, layers, the inverse temperature or time, a fitted slope with its 95%% "
         "confidence interval over independent seeds, the theorem's slope over the same range, and the verdict "
-        "(a theorem's rate is an upper bound: consistent when the measured decay is at least as fast). "
+        "(a theorem's rate is an upper bound: consistent when decay is shown, the interval reaches the theorem's slope "
+        "and is no wider than it). "
         f"Experiments: {', '.join(EXPERIMENTS)}. Each is written up in theory/limits-<name>.md.",
         epilog=exit_epilog("experiment"),
     )
@@ -61,11 +63,12 @@ def register(subparsers: Any) -> None:
 def _list() -> int:
     from ..limits.rates import EXPERIMENTS, experiment_module
 
+    width = max(len(n) for n in EXPERIMENTS)
     for name in EXPERIMENTS:
         mod = experiment_module(name)
         doc = (mod.__doc__ or "").strip().splitlines()[0]
-        print(f"{name:16s} {doc}")
-        print(f"{'':16s} sizes: {', '.join(mod.SIZES)}")
+        print(f"{name:{width}s} {doc}")
+        print(f"{'':{width}s} sizes: {', '.join(mod.SIZES)}")
     return EXIT_OK
 
 

@@ -51,7 +51,7 @@ __all__ = ["SIZES", "StabilityProblem", "make_problem", "velocity", "velocity_vj
 #: sizes: tokens, heads, horizon, RK4 steps, random directions per kind, G candidates of the search
 SIZES: dict[str, dict[str, Any]] = {
     "small": {"tokens": 4, "heads": 3, "T": 1.0, "steps": 20, "directions": 3, "candidates": 64},
-    "default": {"tokens": 6, "heads": 4, "T": 1.0, "steps": 40, "directions": 6, "candidates": 256},
+    "default": {"tokens": 6, "heads": 4, "T": 1.0, "steps": 40, "directions": 4, "candidates": 128},
 }
 
 #: the operator-norm bound D of Assumption 1 (Theta = heads of operator norms <= NORM) and the radius R0

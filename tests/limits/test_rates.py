@@ -79,6 +79,9 @@ def test_decay_must_be_shown_and_resolved():
     wide = fit_rate(XS, E, **th)
     assert wide.ci[1] < 0 and wide.ci[1] - wide.ci[0] > 0.25
     assert wide.verdict == "inconclusive" and "resolve" in wide.reason
+    # as wide, but wholly below the theorem's slope: decay at least as fast is shown
+    steep = fit_rate(XS, np.exp(-np.log(XS)[None, :] * np.array([[0.5], [0.6], [0.85], [1.0], [1.1]])), **th)
+    assert steep.ci[1] < -0.25 and steep.ci[1] - steep.ci[0] > 0.25 and steep.verdict == "consistent"
 
 
 def test_growth_theorem_needs_growth_shown():
