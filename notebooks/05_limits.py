@@ -33,9 +33,9 @@
 # `log error` per seed, report the mean slope with a 95% Student-t interval over the seeds,
 # and compare it with the slope of the theorem's rate over the same range (so that
 # `sqrt(log N)` factors count at the sizes measured): consistent when the whole interval is
-# below 0, reaches the theorem's slope and is no wider than it. Every experiment is also `ntkcheck experiment NAME` on the
-# command line and a claim of `ntkcheck claims`; each is written up in
-# `theory/limits-<name>.md`.
+# below 0, reaches the theorem's slope and is no wider than it. Every experiment is also
+# `ntkcheck experiment NAME` on the command line and a claim of `ntkcheck claims`; each is
+# written up in `theory/limits-<name>.md`.
 #
 # Set `NTKCHECK_NOTEBOOK_SMALL=1` for the small sizes the test suite uses (seconds each);
 # the default sizes take under a minute each.
