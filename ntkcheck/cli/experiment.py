@@ -61,14 +61,14 @@ def register(subparsers: Any) -> None:
 
 
 def _list() -> int:
+    from .._text import fit
     from ..limits.rates import EXPERIMENTS, experiment_module
 
     width = max(len(n) for n in EXPERIMENTS)
     for name in EXPERIMENTS:
         mod = experiment_module(name)
         doc = (mod.__doc__ or "").strip().splitlines()[0]
-        print(f"{name:{width}s} {doc}")
-        print(f"{'':{width}s} sizes: {', '.join(mod.SIZES)}")
+        print(fit([f"{name:{width}s} {doc}", f"{'':{width}s} sizes: {', '.join(mod.SIZES)}"]))
     return EXIT_OK
 
 
@@ -94,7 +94,9 @@ def run(args: argparse.Namespace) -> int:
         emit_json("experiment", {**payload, "size": args.size, "seeds": args.seeds, "seed": args.seed,
                                  "plot": args.plot})
     else:
-        print("\n".join(res.lines()))
+        from .._text import fit
+
+        print(fit(res.lines()))
         if args.plot:
             print(f"figure written to {args.plot}")
     return {"consistent": EXIT_OK, "inconsistent": EXIT_NEGATIVE}.get(res.verdict, EXIT_INCONCLUSIVE)
