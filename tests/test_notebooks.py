@@ -41,7 +41,9 @@ EXPECTED = {
     "05_limits.py": (("all_ran", "none_inconsistent", "all_consistent"),
                      ("05_chaos-tokens.png", "05_heads-lln.png", "05_depth-heads.png", "05_langevin.png",
                       "05_low-temperature.png", "05_chaos-tokens_time.png", "05_langevin_time.png",
-                      "05_low-temperature_time.png")),
+                      "05_low-temperature_time.png", "05_langevin_free_energy.png", "05_stability.png",
+                      "05_stability_constants.png", "05_joint-fluctuations.png",
+                      "05_joint-fluctuations_surface.png")),
 }
 
 

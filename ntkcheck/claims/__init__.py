@@ -28,8 +28,10 @@ from ._seed003 import CLAIMS_003
 from ._seed003_ntk import reference_gram_eigenvalues
 from .limits.depth import CLAIMS_DEPTH
 from .limits.heads import CLAIMS_HEADS
+from .limits.joint import CLAIMS_JOINT
 from .limits.langevin import CLAIMS_LANGEVIN
 from .limits.lowtemp import CLAIMS_LOWTEMP
+from .limits.stability import CLAIMS_STABILITY
 from .limits.tokens import CLAIMS_TOKENS
 
 __all__ = [
@@ -40,7 +42,8 @@ __all__ = [
 
 #: every claim, by id, in report order (seed 003, seed 002, then the limit theorems)
 CLAIMS: dict[str, Claim] = {c.id: c for c in [*CLAIMS_003, *CLAIMS_002, *CLAIMS_TOKENS, *CLAIMS_HEADS,
-                                              *CLAIMS_DEPTH, *CLAIMS_LANGEVIN, *CLAIMS_LOWTEMP]}
+                                              *CLAIMS_DEPTH, *CLAIMS_LANGEVIN, *CLAIMS_LOWTEMP,
+                                              *CLAIMS_STABILITY, *CLAIMS_JOINT]}
 
 
 def get(claim_id: str) -> Claim:

@@ -35,11 +35,13 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser(
         "experiment",
-        help="measure a limit theorem of the seeds (tokens, heads, depth, Langevin, low temperature)",
+        help="measure a limit theorem of the seeds (tokens, heads, depth, Langevin, low temperature, "
+        "stability constants, joint fluctuations)",
         description="Measure one of the seeds' limit theorems on simulated dynamics: the error against the "
         "number of tokens, heads, layers, the inverse temperature or time, a fitted slope with its 95%% "
         "confidence interval over independent seeds, the theorem's slope over the same range, and the verdict "
-        "(a theorem's rate is an upper bound: consistent when the measured decay is at least as fast). "
+        "(a theorem's rate is an upper bound: consistent when decay is shown, the interval reaches the theorem's slope "
+        "and is no wider than it). "
         f"Experiments: {', '.join(EXPERIMENTS)}. Each is written up in theory/limits-<name>.md.",
         epilog=exit_epilog("experiment"),
     )
@@ -59,13 +61,14 @@ def register(subparsers: Any) -> None:
 
 
 def _list() -> int:
+    from .._text import fit
     from ..limits.rates import EXPERIMENTS, experiment_module
 
+    width = max(len(n) for n in EXPERIMENTS)
     for name in EXPERIMENTS:
         mod = experiment_module(name)
         doc = (mod.__doc__ or "").strip().splitlines()[0]
-        print(f"{name:16s} {doc}")
-        print(f"{'':16s} sizes: {', '.join(mod.SIZES)}")
+        print(fit([f"{name:{width}s} {doc}", f"{'':{width}s} sizes: {', '.join(mod.SIZES)}"]))
     return EXIT_OK
 
 
@@ -91,7 +94,9 @@ def run(args: argparse.Namespace) -> int:
         emit_json("experiment", {**payload, "size": args.size, "seeds": args.seeds, "seed": args.seed,
                                  "plot": args.plot})
     else:
-        print("\n".join(res.lines()))
+        from .._text import fit
+
+        print(fit(res.lines()))
         if args.plot:
             print(f"figure written to {args.plot}")
     return {"consistent": EXIT_OK, "inconsistent": EXIT_NEGATIVE}.get(res.verdict, EXIT_INCONCLUSIVE)

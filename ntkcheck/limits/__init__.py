@@ -4,8 +4,11 @@ What lives here: the rate fit and the experiment registry (``rates``), and one m
 limit theorem with its own reference solution: propagation of chaos in the tokens
 (``chaos_tokens``, reference ``_chaos_tokens_ref``), the law of large numbers over heads
 (``heads_lln``), the depth-heads scaling limit under AdamW (``depth_heads``, optimiser
-``_adamw``), mean-field Langevin (``langevin``, model ``_langevin_model``) and the
-low-temperature concentration (``low_temperature``). ``ntkcheck experiment NAME`` runs them.
+``_adamw``), mean-field Langevin (``langevin``, models ``_langevin_model`` and, where the
+log-Sobolev constant is proved, ``_langevin_lsi``), the low-temperature concentration
+(``low_temperature``), the stability constants of the well-posedness theorems (``stability``,
+constants ``_stability_bounds``) and the joint (N, H) fluctuations (``joint_fluctuations``).
+``ntkcheck experiment NAME`` runs them.
 
 May import: :mod:`ntkcheck.dynamics` and everything below it.
 """

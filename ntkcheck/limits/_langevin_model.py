@@ -225,6 +225,81 @@ def interpolation_risks(problem: LangevinProblem, theta0: Any, theta1: Any, s: A
     return np.array([risk(problem, both, np.concatenate([(1 - si) * a0, si * a1])) for si in ss])
 
 
+# ----------------------------------------------------------------------------- Prop. 8.2
+
+
+@dataclass(frozen=True)
+class Convexity:
+    r"""The risk along :math:`(1-s)\rho_0 + s\rho_1` and what it shows (seed 002 Prop. 8.2).
+
+    Attributes
+    ----------
+    s, risks : ndarray
+        The grid and :math:`\mathcal L` on it.
+    min_second_difference : float
+        :math:`\min_k R(s_{k-1}) - 2R(s_k) + R(s_{k+1})` (uniform grid).
+    quadratic_residual : float or None
+        Square loss only: :math:`\max_k|R(s_k) - P(s_k)|` with :math:`P` the parabola through
+        :math:`s = 0, \frac12, 1` (the risk is then exactly quadratic in ``s``); None otherwise.
+    curvature : float or None
+        Square loss only: :math:`\frac12|\bar x(\rho_1) - \bar x(\rho_0)|^2`, the leading coefficient
+        the affine readout predicts, computed from the two endpoints alone.
+    tolerance : float
+        Rounding allowance: ``1e-11 max(1, max |R|)`` (float64 sums of O(m) terms, ~1e-14 relative).
+    convex, quadratic : bool
+    """
+
+    s: np.ndarray
+    risks: np.ndarray
+    min_second_difference: float
+    quadratic_residual: float | None
+    curvature: float | None
+    tolerance: float
+    convex: bool
+    quadratic: bool
+
+    @property
+    def holds(self) -> bool:
+        return self.convex and self.quadratic
+
+
+def convexity_along_interpolation(problem: LangevinProblem, theta0: Any, theta1: Any, *, w0: Any = None,
+                                  w1: Any = None, grid: int = 21) -> Convexity:
+    r"""Seed 002 Prop. 8.2 on one pair of head measures: second differences of
+    :math:`s\mapsto\mathcal L((1-s)\rho_0 + s\rho_1)` on a uniform grid of ``grid`` points are
+    :math:`\ge0`; for the square loss the risk is exactly the quadratic
+    :math:`\frac12|\bar x_s - y|^2` with :math:`\bar x_s` affine, so it must equal the parabola
+    through three of its values, with leading coefficient :math:`\frac12|\bar x(\rho_1)-\bar x(\rho_0)|^2`.
+    """
+    if int(grid) != grid or grid < 5 or grid % 2 == 0:
+        raise InputError(f"grid: expected an odd number of points >= 5 (it must contain s = 1/2), got {grid!r}")
+    s = np.linspace(0.0, 1.0, int(grid))
+    R = interpolation_risks(problem, theta0, theta1, s, w0, w1)
+    tol = 1e-11 * max(1.0, float(np.max(np.abs(R))))
+    d2 = R[:-2] - 2 * R[1:-1] + R[2:]
+    resid = curv = None
+    quadratic = True
+    if problem.loss == "square":
+        r0, rh, r1 = R[0], R[len(s) // 2], R[-1]
+        a = 2 * r0 - 4 * rh + 2 * r1  # P(s) = r0 + b s + a s^2 through (0, r0), (1/2, rh), (1, r1)
+        b = r1 - r0 - a
+        resid = float(np.max(np.abs(R - (r0 + b * s + a * s * s))))
+        t0 = as_particles(theta0, problem.d, "theta0")
+        t1 = as_particles(theta1, problem.d, "theta1")
+        dx = readout(problem, t1, w1) - readout(problem, t0, w0)
+        curv = float(0.5 * dx @ dx)
+        quadratic = resid <= tol and abs(a - curv) <= tol
+    return Convexity(s, R, float(d2.min()), resid, curv, tol, bool(d2.min() >= -tol), bool(quadratic))
+
+
+def _random_pair(problem: LangevinProblem, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    d = problem.d
+    m0, m1 = (int(v) for v in rng.integers(1, 8, size=2))
+    t0 = rng.normal(0.0, rng.choice([0.5, 1.0, 2.0]), (m0, 3, d, d))
+    t1 = rng.normal(rng.normal(0.0, 1.0), rng.choice([0.5, 1.0, 2.0]), (m1, 3, d, d))
+    return t0, t1, rng.dirichlet(np.ones(m0)), rng.dirichlet(np.ones(m1))
+
+
 # ----------------------------------------------------------------------------- the Gibbs state (d = 1)
 
 

@@ -29,10 +29,17 @@ For the Ornstein-Uhlenbeck part (drift :math:`\lambda\theta`) the scheme is stab
 bias :math:`\approx\lambda h/2` (0.5 % at :math:`\lambda h = 0.01`), far below the particle noise of the
 stationary estimates; the tolerance of the stationary check adds this bias (doubled).
 
-The experiment (:func:`langevin_experiment`, :func:`run`) uses ``d = 1`` (heads
-:math:`(q, k, v)`), where the Gibbs fixed point is computed independently by quadrature
-(:func:`gibbs_state`) and the zero-temperature minimum by a 1-D problem
-(:func:`zero_temperature_minimum`).
+The experiment (:func:`langevin_experiment`, :func:`run`) has two parts.
+
+* ``d = 1`` heads :math:`(q, k, v)`: the Gibbs fixed point by quadrature (:func:`gibbs_state`), the
+  zero-temperature minimum by a 1-D problem (:func:`zero_temperature_minimum`), the stationary
+  state of two runs against it, and the contraction of two runs driven by the **same** Brownian
+  increments. Assumption 6 (the log-Sobolev inequality) is **not** established for this model (its
+  potential is not convex and :math:`\Psi` is unbounded in ``v``): the contraction is an observation,
+  and with shared noise it cannot tell apart the two readings of eq. 28.
+* the query-scale model (one trained number per head, :mod:`ntkcheck.limits._langevin_lsi`), where
+  Assumption 6 is proved with an explicit constant: the free-energy gap of runs with
+  **independent** noise against eq. 28's :math:`e^{-2\beta\lambda_{LSI}s}` at several temperatures.
 """
 
 from __future__ import annotations
@@ -47,12 +54,21 @@ import numpy as np
 from .._progress import progress_bar
 from ..errors import DomainError, InputError
 from . import _langevin_model as _m
+from ._langevin_lsi import (
+    FreeEnergyParams,
+    default_scale_problem,
+    free_energy_decay,
+    free_energy_fits,
+)
 from ._langevin_model import (
+    Convexity,
     GibbsState,
     LangevinProblem,
     ZeroTemperature,
+    _random_pair,
     as_particles,
     attention,
+    convexity_along_interpolation,
     gibbs_state,
     head_features,
     head_features_vjp,
@@ -61,19 +77,22 @@ from ._langevin_model import (
 )
 from .rates import LimitExperiment, RateFit, fit_rate
 
-__all__ = ["SIZES", "LangevinProblem", "GibbsState", "ZeroTemperature", "LangevinPath", "Convexity",
+__all__ = ["SIZES", "FreeEnergyParams", "LangevinProblem", "GibbsState", "ZeroTemperature", "LangevinPath", "Convexity",
            "default_problem", "attention", "head_features", "head_features_vjp", "interpolation_risks",
            "gibbs_state", "zero_temperature_minimum", "mean_field_drift", "langevin_step", "simulate",
            "convexity_along_interpolation", "langevin_experiment", "run"]
 
 #: experiment parameters by size: heads per run, Euler-Maruyama step, horizon, the
 #: temperatures of the stationary check and the beta -> 0 fit, the temperature of the
-#: convergence fit, its window and points, the burn-in before stationary averages
+#: convergence fit, its window and points, the burn-in before stationary averages; the sizes of
+#: the free-energy measurement on the query-scale model
 SIZES: dict[str, dict[str, Any]] = {
     "small": {"particles": 96, "step": 0.04, "horizon": 9.0, "betas": (0.05, 0.1, 0.2),
-              "beta_fit": 0.1, "window": (0.5, 4.5), "points": 9, "burn_in": 4.5, "pairs": 4},
+              "beta_fit": 0.1, "window": (0.5, 4.5), "points": 9, "burn_in": 4.5, "pairs": 4,
+              "free_energy": FreeEnergyParams(4000, 0.02, (0.25, 1.0, 4.0), (0.25, 1.75), 7)},
     "default": {"particles": 256, "step": 0.025, "horizon": 12.0, "betas": (0.025, 0.05, 0.1, 0.2),
-                "beta_fit": 0.1, "window": (0.5, 6.0), "points": 12, "burn_in": 6.0, "pairs": 8},
+                "beta_fit": 0.1, "window": (0.5, 6.0), "points": 12, "burn_in": 6.0, "pairs": 8,
+                "free_energy": FreeEnergyParams(10000, 0.01, (0.25, 1.0, 4.0), (0.25, 2.0), 8)},
 }
 
 
@@ -212,81 +231,6 @@ def simulate(problem: LangevinProblem, theta0: Any, *, beta: Any, step: float, s
     return LangevinPath(np.array(rec["t"]), X, m2, L, L + 0.5 * problem.lam * m2, np.stack(rec["c"], axis=1), th)
 
 
-# ----------------------------------------------------------------------------- Prop. 8.2
-
-
-@dataclass(frozen=True)
-class Convexity:
-    r"""The risk along :math:`(1-s)\rho_0 + s\rho_1` and what it shows (seed 002 Prop. 8.2).
-
-    Attributes
-    ----------
-    s, risks : ndarray
-        The grid and :math:`\mathcal L` on it.
-    min_second_difference : float
-        :math:`\min_k R(s_{k-1}) - 2R(s_k) + R(s_{k+1})` (uniform grid).
-    quadratic_residual : float or None
-        Square loss only: :math:`\max_k|R(s_k) - P(s_k)|` with :math:`P` the parabola through
-        :math:`s = 0, \frac12, 1` (the risk is then exactly quadratic in ``s``); None otherwise.
-    curvature : float or None
-        Square loss only: :math:`\frac12|\bar x(\rho_1) - \bar x(\rho_0)|^2`, the leading coefficient
-        the affine readout predicts, computed from the two endpoints alone.
-    tolerance : float
-        Rounding allowance: ``1e-11 max(1, max |R|)`` (float64 sums of O(m) terms, ~1e-14 relative).
-    convex, quadratic : bool
-    """
-
-    s: np.ndarray
-    risks: np.ndarray
-    min_second_difference: float
-    quadratic_residual: float | None
-    curvature: float | None
-    tolerance: float
-    convex: bool
-    quadratic: bool
-
-    @property
-    def holds(self) -> bool:
-        return self.convex and self.quadratic
-
-
-def convexity_along_interpolation(problem: LangevinProblem, theta0: Any, theta1: Any, *, w0: Any = None,
-                                  w1: Any = None, grid: int = 21) -> Convexity:
-    r"""Seed 002 Prop. 8.2 on one pair of head measures: second differences of
-    :math:`s\mapsto\mathcal L((1-s)\rho_0 + s\rho_1)` on a uniform grid of ``grid`` points are
-    :math:`\ge0`; for the square loss the risk is exactly the quadratic
-    :math:`\frac12|\bar x_s - y|^2` with :math:`\bar x_s` affine, so it must equal the parabola
-    through three of its values, with leading coefficient :math:`\frac12|\bar x(\rho_1)-\bar x(\rho_0)|^2`.
-    """
-    if int(grid) != grid or grid < 5 or grid % 2 == 0:
-        raise InputError(f"grid: expected an odd number of points >= 5 (it must contain s = 1/2), got {grid!r}")
-    s = np.linspace(0.0, 1.0, int(grid))
-    R = interpolation_risks(problem, theta0, theta1, s, w0, w1)
-    tol = 1e-11 * max(1.0, float(np.max(np.abs(R))))
-    d2 = R[:-2] - 2 * R[1:-1] + R[2:]
-    resid = curv = None
-    quadratic = True
-    if problem.loss == "square":
-        r0, rh, r1 = R[0], R[len(s) // 2], R[-1]
-        a = 2 * r0 - 4 * rh + 2 * r1  # P(s) = r0 + b s + a s^2 through (0, r0), (1/2, rh), (1, r1)
-        b = r1 - r0 - a
-        resid = float(np.max(np.abs(R - (r0 + b * s + a * s * s))))
-        t0 = as_particles(theta0, problem.d, "theta0")
-        t1 = as_particles(theta1, problem.d, "theta1")
-        dx = _m.readout(problem, t1, w1) - _m.readout(problem, t0, w0)
-        curv = float(0.5 * dx @ dx)
-        quadratic = resid <= tol and abs(a - curv) <= tol
-    return Convexity(s, R, float(d2.min()), resid, curv, tol, bool(d2.min() >= -tol), bool(quadratic))
-
-
-def _random_pair(problem: LangevinProblem, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    d = problem.d
-    m0, m1 = (int(v) for v in rng.integers(1, 8, size=2))
-    t0 = rng.normal(0.0, rng.choice([0.5, 1.0, 2.0]), (m0, 3, d, d))
-    t1 = rng.normal(rng.normal(0.0, 1.0), rng.choice([0.5, 1.0, 2.0]), (m1, 3, d, d))
-    return t0, t1, rng.dirichlet(np.ones(m0)), rng.dirichlet(np.ones(m1))
-
-
 # ----------------------------------------------------------------------------- the experiment
 
 
@@ -390,8 +334,8 @@ def _fit_rates(fit_t: np.ndarray, coupling: np.ndarray, bs: np.ndarray, excess: 
     """Fit 1: the coupling distance against ``s`` (semilog); fit 2: the stationary excess against
     ``1/beta`` (log-log), beside the Laplace rate."""
     fit_conv = fit_rate(fit_t, coupling, variable="s", scale="semilog", theorem_rate=None,
-                        quantity="coupling bound on W2(rho^A_s, rho^B_s)",
-                        theorem="exp(-2 beta lambda_LSI s) (eq. 28; lambda_LSI not computed)")
+                        quantity="coupling bound on W2(rho^A_s, rho^B_s), shared noise",
+                        theorem="exponential decay (observed: Assumption 6 not established for this model)")
     fit_beta = fit_rate(1.0 / bs, np.maximum(excess, 1e-300), variable="1/beta", scale="loglog",
                         theorem_rate=lambda x: 1.0 / x, reference_error=max(abs(zero.gap), 1e-12), slack=BETA_SLACK,
                         quantity="L_lambda(stationary) - min L_lambda",
@@ -463,12 +407,14 @@ def _notes(problem: LangevinProblem, *, beta_fit: float, b_fit: GibbsState, zero
         "eq. 28's rate exp(-2 beta lambda_LSI s) is right for lambda_LSI the LSI constant of the Gibbs measure; "
         "the proof's chain (dF/ds = -I, I >= 2 lambda_LSI (F - F*)) drops beta^2 in the dissipation and 1/beta in "
         "the entropy sandwich and would give exp(-2 lambda_LSI s) (theory/limits-langevin.md)",
+        "(q, k, v) model: the potential is not convex and Psi is unbounded in v, so Assumption 6 is not established "
+        "here; the coupling contraction below is an observation, with shared noise (it cancels: it cannot tell "
+        "the readings of eq. 28 apart)",
         f"stationary check: worst |measured - Gibbs| / (t_99 SE + allowance) = {worst:.2f} (must be <= 1)",
         f"Gibbs state at beta = {beta_fit:g}: mean output {b_fit.mean_output:.5f}, E|theta|^2 "
         f"{b_fit.second_moment:.5f}; min L_lambda = {zero.value:.6f} at theta = "
         f"({zero.theta[0]:.3f}, {zero.theta[1]:.3f}, {zero.theta[2]:.4f})",
-        "coupling contraction rate by temperature (eq. 28 read with a fixed lambda_LSI would make it "
-        "proportional to beta): " + ", ".join(f"beta {b:g}: {r:.3f}" for b, r in rates.items()),
+        "coupling contraction rate by temperature, shared noise: " + ", ".join(f"beta {b:g}: {r:.3f}" for b, r in rates.items()),
         f"excess / beta (Laplace predicts p/2 = {problem.p / 2:g}): "
         + ", ".join(f"{b:g}: {e:.3f}" for b, e in zip(bs, excess.mean(axis=0) / bs, strict=True)),
     )
@@ -499,9 +445,9 @@ def _setting(problem: LangevinProblem, particles: int, step: float, horizon: flo
 
 def langevin_experiment(problem: LangevinProblem, *, particles: int, step: float, horizon: float,
                         betas: tuple[float, ...], beta_fit: float, window: tuple[float, float], points: int,
-                        burn_in: float, pairs: int, seeds: int = 5, seed: int = 0,
-                        progress: bool | None = None) -> LimitExperiment:
-    r"""Prop. 8.2 and Thm. 8.3 on ``problem`` (``d = 1``, square loss).
+                        burn_in: float, pairs: int, free_energy: FreeEnergyParams | None = None, seeds: int = 5,
+                        seed: int = 0, progress: bool | None = None) -> LimitExperiment:
+    r"""Prop. 8.2 and Thm. 8.3 on ``problem`` (``d = 1``, square loss), and eq. 28 where it is proved.
 
     For each seed and each temperature in ``betas`` (``beta_fit`` among them), two runs of
     ``particles`` heads from far-apart initial laws, driven by the same Brownian increments:
@@ -512,7 +458,10 @@ def langevin_experiment(problem: LangevinProblem, *, particles: int, step: float
       :math:`1/\beta` (log-log), beside the Laplace rate :math:`(p/2)\beta`;
     * checks: the stationary observables of both runs (seed-averaged) match the Gibbs fixed
       point within a Student-t 99 % interval plus the discretisation allowance; Prop. 8.2 on
-      ``pairs`` random pairs of head measures; the zero-temperature minimum is certified.
+      ``pairs`` random pairs of head measures; the zero-temperature minimum is certified;
+    * with ``free_energy``: on the query-scale model with the same weight decay, one fit per
+      temperature of the free-energy gap against eq. 28's rate with the proved LSI constant, runs
+      with independent noise (:func:`ntkcheck.limits._langevin_lsi.free_energy_fits`).
     """
     # imported before the clock starts, so the elapsed time leaves scipy's import out
     from scipy import stats
@@ -538,6 +487,14 @@ def langevin_experiment(problem: LangevinProblem, *, particles: int, step: float
                    excess=excess)
     data = _data(curves=curves, beta_fit=beta_fit, fit_t=fit_t, betas=betas, refs=refs, zero=zero, rows=rows,
                  rates=rates, conv=conv)
+    if free_energy is not None:
+        scale = default_scale_problem(problem.lam)
+        # langevin_step is looked up here, in this module, so that a patched step reaches both models
+        decay = free_energy_decay(scale, free_energy, seeds=seeds, seed=seed, step_fn=langevin_step)
+        fe_fits, fe_checks, fe_notes, fe_data = free_energy_fits(decay, scale)
+        fits, notes = (*fits, *fe_fits), (*notes, *fe_notes)
+        checks.update(fe_checks)
+        data.update(fe_data)
     return LimitExperiment("langevin", "seed 002 Prop. 8.2, Thm. 8.3", _setting(problem, particles, step, horizon),
                            fits, checks, notes, time.perf_counter() - t_start, data)
 

@@ -377,7 +377,7 @@ def exit_time(ts: Any, w2: Any, *, after: float, level: float) -> float:
 #: ``level`` defines the exit from the window, the terminal phase is fitted on the last
 #: ``terminal`` time units of the smallest beta.
 SIZES: dict[str, dict[str, Any]] = {
-    "small": {"tokens": 120, "betas": (100.0, 200.0, 400.0)},
+    "small": {"tokens": 320, "betas": (100.0, 200.0, 400.0)},
     "default": {"tokens": 300, "betas": (100.0, 141.0, 200.0, 283.0, 400.0)},
 }
 _TIMES = {"t_end": 3.5, "dt": 0.05, "t_fix": 1.25, "t_in": 0.75, "level": 0.2, "terminal": 1.0}
@@ -477,7 +477,7 @@ def _analyse(ts: np.ndarray, W: np.ndarray, betas: tuple[float, ...], st: LowTem
     fit_decay = fit_rate(lam * ts[early], W[-1][early].T, variable="lam t", quantity=f"W2 at beta = {betas[-1]:g}",
                          theorem="exp(-c t)", theorem_rate=None, scale="semilog",
                          # c is unspecified: the verdict is the sign of the slope; the early decay is
-                         # set by the few tokens near the edges, so per-seed slopes scatter (N = 120)
+                         # set by the few tokens near the edges, so per-seed slopes scatter
                          max_ci_width=2.0)
     exits = np.array([[exit_time(ts, W[i, :, s], after=T["t_in"], level=T["level"]) for i in range(len(betas))]
                       for s in range(W.shape[2])])
