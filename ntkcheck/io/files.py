@@ -37,8 +37,9 @@ import numpy as np
 from .._validate import as_samples
 from ..cgf import Empirical, as_laws
 from ..errors import InputError
+from ..ntk.features import Heads
 
-__all__ = ["load_samples", "load_laws", "bundled_path"]
+__all__ = ["load_samples", "load_laws", "bundled_path", "load_heads", "BUNDLED_DATA"]
 
 _FORMATS = ".npy, .npz, .safetensors, .pt or .csv"
 
@@ -46,6 +47,15 @@ _SAMPLE_KEY = re.compile(r"^sample_(\d+)$")
 
 _KINDS = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "O": "object", "V": "structured",
           "M": "datetime", "m": "timedelta"}
+
+
+#: What the dataset shipped with the package (``ntkcheck/data/screen_default.npz``) is.
+BUNDLED_DATA = (
+    "the bundled example (ntkcheck/data/screen_default.npz, d = 3): samples 0-3 are random Gaussian "
+    "token sets; samples 4-6 are a planted dependency, sample 6 = {0, u, v, u+v} is the law of X+Y "
+    "for X ~ sample 4 = {0, u} and Y ~ sample 5 = {0, v}, sharing the atom 0"
+)
+
 
 
 def bundled_path(name: str = "screen_default.npz") -> Path:
@@ -253,3 +263,22 @@ def load_laws(path: str | Path) -> list[Empirical]:
         return as_laws(raw)
     except InputError as exc:
         raise _in_file(p, exc) from None
+
+
+def load_heads(path: str | Path) -> Heads:
+    """Heads from an ``.npz`` file with arrays ``Q`` of shape ``(H, d, d)`` and ``b`` of shape ``(H, d)``."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: no such heads file")
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            if not hasattr(z, "keys"):
+                raise InputError(f"{p}: expected an .npz file with arrays Q and b, got a single array")
+            keys = list(z.keys())
+            if "Q" not in keys or "b" not in keys:
+                raise InputError(f"{p}: expected arrays named Q (H, d, d) and b (H, d), found {keys}")
+            return Heads(z["Q"], z["b"])
+    except InputError:
+        raise
+    except (ValueError, OSError, EOFError) as exc:
+        raise InputError(f"{p}: not a readable .npz heads file ({exc})") from None
