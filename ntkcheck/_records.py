@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["restore", "fraction", "fraction_or_text", "fractions", "dispatch"]
+__all__ = ["restore", "fraction", "fraction_or_text", "fractions", "dispatch", "plain"]
 
 
 def fraction(v: Any) -> Any:
@@ -68,6 +68,21 @@ def dispatch(table: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[Any
     return convert
 
 
+def plain(obj: Any) -> Any:
+    """A saved ``--json`` object with its structured values back in the library's form: an
+    ``overlap`` object becomes its description, a null ``coefficient`` becomes ``"-"``."""
+    if isinstance(obj, list):
+        return [plain(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: plain(v) for k, v in obj.items()}
+    if isinstance(out.get("overlap"), dict):
+        out["overlap"] = out["overlap"].get("description")
+    if "coefficient" in out and out["coefficient"] is None:
+        out["coefficient"] = "-"
+    return out
+
+
 def _convert(tp: Any, v: Any) -> Any:
     """``v`` converted to the annotated type ``tp``."""
     if v is None:
@@ -96,11 +111,20 @@ def _convert(tp: Any, v: Any) -> Any:
     return v
 
 
+def _hints(cls: type) -> dict[str, Any]:
+    """The fields' annotations; none when one names a type imported only for type checking
+    (the values then stay as ``to_dict`` wrote them; ``converters`` handle what matters)."""
+    try:
+        return typing.get_type_hints(cls)
+    except NameError:
+        return {}
+
+
 def restore(cls: type, d: dict[str, Any], **converters: Callable[[Any], Any]) -> Any:
     """The frozen dataclass ``cls`` from ``d`` (its ``to_dict()``), as described in the module docstring."""
     if not isinstance(d, dict):
         raise InputError(f"{cls.__name__}.from_dict: expected a dict, got {type(d).__name__}")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if not f.init:

@@ -102,7 +102,9 @@ def _base(verb: str, laws: list[Any], heads: Any, source: Any) -> dict[str, Any]
 
 def decide_certificate(dec: Any, measures: list[Any], source: Any = None) -> dict[str, Any]:
     """The certificate record of ``decide(measures)`` (write it with :func:`write_certificate`)."""
-    rec = _base("decide", measures, None, source)
+    from .independence.decision import as_measures
+
+    rec = _base("decide", as_measures(measures), None, source)
     rec["claims"].append(decision_claim(dec.property, dec))
     return rec
 

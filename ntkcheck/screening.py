@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from ._records import restore
+from ._records import plain, restore
 from ._report_text import crosscheck_lines, gram_lines, paragraphs, sample_lines, verdict_lines
 from ._text import WIDTH, fit
 from .cgf import Empirical, as_laws
@@ -234,6 +234,10 @@ class ScreenReport:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ScreenReport:
         """The report from its :meth:`to_dict` (a saved ``ntkcheck screen --json`` object too)."""
+        d = plain(d)
+        if isinstance(h := d.get("heads"), dict):  # the --json form: {kind, q_scale, b_scale, seed, ...}
+            d["heads"] = "given" if h["kind"] == "file" else f"{h['kind']}, q_scale {h['q_scale']:g}, " \
+                f"b_scale {h['b_scale']:g}, seed {h['seed']}"
         comp = d.get("complement")
         return restore(cls, {**d, "complement_indices": [] if comp is None else comp["samples"]},
                        weak=Decision.from_dict, strong=Decision.from_dict,

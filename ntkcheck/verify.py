@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import textwrap
 from collections.abc import Sequence
 from fractions import Fraction
 from math import factorial, lcm
@@ -107,8 +108,7 @@ def _laws(inputs: dict[str, Any], arrays: dict[str, np.ndarray]) -> list[dict[st
     return out
 
 
-def _rat(v: Any) -> Any:
-    """Exact rationals from a family's JSON parameters (lists recursively; an integer ``dim`` stays one)."""
+def _rat(v: Any) -> Any:  # a family's JSON parameters, exactly (an integer ``dim`` stays one)
     if isinstance(v, list):
         return [_rat(x) for x in v]
     return v if isinstance(v, int) and not isinstance(v, bool) else _q(v)
@@ -568,6 +568,8 @@ def verify_record(rec: dict[str, Any], base: Path = Path(".")) -> tuple[int, lis
             out.append((claim["id"], "verified", _check(claim, laws, inputs, arrays)))
         except (Refuted, Unchecked) as exc:
             out.append((claim["id"], "refuted" if isinstance(exc, Refuted) else "unchecked", str(exc)))
+        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:  # a malformed claim
+            out.append((str(claim.get("id")), "refuted", f"malformed claim ({type(exc).__name__}: {exc})"))
     status = {s for _, s, _ in out}
     return (1 if "refuted" in status else 3 if "unchecked" in status or not out else 0), out
 
@@ -579,8 +581,6 @@ def verify_file(path: str | Path) -> tuple[int, list[tuple[str, str, str]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import textwrap
-
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1 or args[0].startswith("-"):
         print("usage: python -m ntkcheck.verify FILE.json  (exit 0 verified, 1 refuted, 3 unchecked, 2 unreadable)")

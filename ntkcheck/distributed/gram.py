@@ -50,6 +50,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from .._progress import progress_bar
+from .._records import restore
 from .._validate import check_score_range
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
@@ -126,6 +127,11 @@ class DistributedGram:
     reduce: str
     seconds_gram: float
     seconds_spectrum: float
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DistributedGram:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "chunk_heads": self.chunk_heads, "head_blocks": self.head_blocks,

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from .._progress import progress_bar
+from .._records import restore
 from .._text import fit
 from ..cgf import Empirical, as_laws
 from ..errors import InputError
@@ -103,6 +104,11 @@ class SweepRow:
         dependent (the full Gram is singular there whatever the scales), else the full one."""
         return self.lambda_min if self.complement_lambda_min is None else self.complement_lambda_min
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SweepRow:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
+
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
@@ -116,6 +122,11 @@ class SweepResult:
     mode: str
     seconds: float
     dist: str = "gaussian"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SweepResult:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d, rows=lambda rs: tuple(SweepRow.from_dict(r) for r in rs))
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "seconds": self.seconds, "dist": self.dist,

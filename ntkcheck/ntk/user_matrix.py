@@ -289,8 +289,9 @@ def certify_matrix(matrix: Any, *, abs_error: float = 0.0, tokens: Any = None) -
     pc = certify_gram_enclosure(C, radius)
     if pc.positive:
         out = MatrixCertificate("certified positive", pc.lower_bound, **base, method=pc.method, shift=pc.shift,
-                                statement=f"lambda_min >= {pc.lower_bound:.6g} for every symmetric matrix within "
-                                f"{e:g} of the matrix, entry by entry: {pc.statement}")
+                                statement=f"lambda_min >= {pc.lower_bound:.6g} for "
+                                + (f"every symmetric matrix within {e:g} of the matrix, entry by entry"
+                                   if e else "the matrix as given") + f": {pc.statement}")
     else:
         out = _not_positive(A, e, lam, vecs, base, pc.statement)
     if tokens is None:
@@ -308,8 +309,8 @@ def diagnose(tokens: Any, cert: MatrixCertificate) -> MatrixDiagnosis:
 
     laws = as_laws(tokens)
     M, N, d = _atom_count(laws), sum(int(law.n_tokens) for law in laws), laws[0].dim
-    sizes = {M: "one row per distinct atom", N: "one row per token", d * M: "d rows per distinct atom",
-             d * N: "d rows per token"}
+    sizes = {d * N: "d rows per token", d * M: "d rows per distinct atom", N: "one row per token",
+             M: "one row per distinct atom"}  # later keys win: distinct atoms first when M = N
     size = sizes.get(cert.n, f"{cert.n} rows match neither the {M} distinct atoms nor the {N} tokens")
     weak = decide(laws, property="weak")
     st = dependence_structure(laws, weak=weak)
