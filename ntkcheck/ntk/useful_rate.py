@@ -11,10 +11,9 @@ below :math:`2/\lambda_{\max}`, so the slowest direction needs about
 Below that level the value also stops belonging to the data. :math:`\lambda_{\min} =
 \sigma_{\min}(F)^2`, and a perturbation of the tokens of relative size :math:`\delta` moves
 :math:`\sigma_{\min}(F)` by about :math:`\delta\,\|F\|_2`, so it can create or destroy a relative
-:math:`\lambda_{\min}` of order :math:`\delta^2`: a dependency computed in float64 (``u + v``
-rounded) leaves about :math:`10^{-32}`, one computed in float32 (:math:`\delta \approx 6\cdot
-10^{-8}`) about :math:`4\cdot 10^{-15}`, and :math:`10^{-12}` is what a perturbation of relative
-size :math:`10^{-6}` reaches. It is also the level under which ntkcheck never calls a float64
+:math:`\lambda_{\min}` of order :math:`\delta^2`: a product triple whose ``u + v`` was rounded
+in float64 leaves about :math:`10^{-32}`, in float32 :math:`10^{-18}` to :math:`6\cdot 10^{-18}`
+(measured), and :math:`10^{-12}` is what a perturbation of relative size :math:`10^{-6}` reaches. It is also the level under which ntkcheck never calls a float64
 spectrum positive (``POSITIVE_REL``: ``eigvalsh`` of the formed Gram resolves about
 :math:`10^{-13}`). :data:`DEFAULT_MIN_RELATIVE_LAMBDA` is therefore :math:`10^{-12}`.
 
