@@ -48,8 +48,8 @@ FORMAT = "ntkcheck-certificate/1"
 U = 2.0**-53
 #: distinct atoms (or matrix rows) up to which the ball LDL^T route is run
 MAX_BALL_ROWS = 256
-#: ball exponentials the Arb enclosure of F may cost (atoms x heads x atoms of a sample)
-MAX_ARB_EXPS = 5_000_000
+#: ball operations the Arb enclosure of F may cost: H sum_i (N_i d^2 + N_i^2 (d + 1)) (about 10 s here)
+MAX_ARB_OPS = 50_000_000
 #: terms an expanded exponential polynomial may have
 MAX_TERMS = 200_000
 PRIMES = (4611686018427387847, 4611686018427387817, 4611686018427387787)
@@ -478,8 +478,8 @@ def _lower_bound(ball: Any, want: float, shifts: Sequence[Any], high: Any) -> st
 def _gram(laws: list[dict[str, Any]], claim: dict[str, Any], Q: np.ndarray, b: np.ndarray) -> str:
     if any(law["kind"] != "empirical" for law in laws) or not float(claim["lower_bound"]) > 0:
         raise Refuted("a Gram claim needs empirical laws and a positive lower bound")
-    if (cost := sum(Q.shape[0] * law["X"].shape[0] ** 2 for law in laws)) > MAX_ARB_EXPS:
-        raise Unchecked(f"the Arb enclosure of F needs {cost} ball exponentials (> {MAX_ARB_EXPS})")
+    if (cost := sum(Q.shape[0] * (N * Q.shape[1] ** 2 + N * N * (Q.shape[1] + 1)) for N in (law["X"].shape[0] for law in laws))) > MAX_ARB_OPS:
+        raise Unchecked(f"the Arb enclosure of F needs {cost:.3g} ball operations (> {MAX_ARB_OPS:.3g})")
 
     def gram_at(bits: int) -> arb_mat:
         with ctx.workprec(bits):
