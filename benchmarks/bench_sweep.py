@@ -56,6 +56,7 @@ import time
 import numpy as np
 import scipy.linalg as sla
 
+from ntkcheck._text import fit
 from ntkcheck.cgf import as_laws
 from ntkcheck.cli import main as cli
 from ntkcheck.distributed import distributed_gram, sweep
@@ -64,6 +65,11 @@ from ntkcheck.ntk.features import DEFAULT_CHUNK, Heads, attention_features, init
 from ntkcheck.ntk.gram_matrix import _gram_accumulated, gram
 
 SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def say(text: str = "") -> None:
+    """Print ``text`` fitted to 100 columns (long sentences wrap with a hanging indent)."""
+    print(fit([text]))
 
 
 def _cli_json(argv: list[str]) -> tuple[dict, float]:
@@ -92,25 +98,25 @@ def bench_sweep(workers: int, plot: str | None, scales: tuple[float, ...], seeds
     d, t_dask = _cli_json(["sweep", *grid, "--workers", str(workers), "--json", "--plot", plot])
     n = len(s["rows"])
     equal = _values(s) == _values(d)
-    print(f"ntkcheck sweep: bundled data, {len(scales)} x {len(scales)} (q_scale, b_scale) x {len(seeds)} seeds "
+    say(f"ntkcheck sweep: bundled data, {len(scales)} x {len(scales)} (q_scale, b_scale) x {len(seeds)} seeds "
           f"= {n} screenings")
-    print(f"  --serial                                   {t_serial:8.2f} s  ({t_serial / n * 1e3:.0f} ms a task)")
-    print(f"  LocalCluster {workers} workers x 1 thread (default) {t_dask:8.2f} s  (start-up, sweep and shutdown)")
-    print(f"  ratio dask / serial: {t_dask / t_serial:.2f}")
-    print(f"  rows equal bit for bit: {equal}")
+    say(f"  --serial                                   {t_serial:8.2f} s  ({t_serial / n * 1e3:.0f} ms a task)")
+    say(f"  LocalCluster {workers} workers x 1 thread (default) {t_dask:8.2f} s  (start-up, sweep and shutdown)")
+    say(f"  ratio dask / serial: {t_dask / t_serial:.2f}")
+    say(f"  rows equal bit for bit: {equal}")
     if not equal:
         raise SystemExit("the Dask sweep differs from the serial sweep")
     for b in d["best"]:
-        print(f"  best median lambda_min (outside the dependency): {b['median_lambda_min']:.4g} at q_scale "
+        say(f"  best median lambda_min (outside the dependency): {b['median_lambda_min']:.4g} at q_scale "
               f"{b['q_scale']:g}, b_scale {b['b_scale']:g} ({b['certified_seeds']}/{b['seeds']} seeds certified)")
-    print(f"  plot written to {plot}")
+    say(f"  plot written to {plot}")
     t0 = time.perf_counter()
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             Client(cl) as client:
         t_start = time.perf_counter() - t0
         a = sweep(bundled_path(), client=client, q_scales=scales, b_scales=scales, seeds=seeds)
     same = [tuple(v for k, v in r.to_dict().items() if k != "seconds") for r in a.rows] == _values(s)
-    print(f"  API on a running cluster: start-up {t_start:.2f} s (not counted), sweep {a.seconds:.2f} s, "
+    say(f"  API on a running cluster: start-up {t_start:.2f} s (not counted), sweep {a.seconds:.2f} s, "
           f"ratio {a.seconds / t_serial:.2f} without start-up; rows equal: {same}")
 
 
@@ -133,8 +139,8 @@ def bench_distributed_gram(workers: int, M: int, d: int = 8, N: int = 8) -> None
     gamma = K * 2.0**-53 / (1 - K * 2.0**-53)
     weyl = 2 * gamma * float(np.linalg.norm(sla.blas.dsyrk(1.0, A.T, trans=1, lower=1)) * math.sqrt(2))
     del F, A
-    print(f"\nOne Gram on Dask: M = {M} atoms, d = {d}, N = {N}, H = {H} (H d = 2 M)")
-    print(f"  serial: the Gram accumulated over head blocks (_gram_accumulated) {t_acc:.2f} s; gram() {t_serial:.2f} s "
+    say(f"\nOne Gram on Dask: M = {M} atoms, d = {d}, N = {N}, H = {H} (H d = 2 M)")
+    say(f"  serial: the Gram accumulated over head blocks (_gram_accumulated) {t_acc:.2f} s; gram() {t_serial:.2f} s "
           f"(features, syrk, {g.method}), lambda_min {g.lambda_min:.6g}")
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             Client(cl) as client:
@@ -142,7 +148,7 @@ def bench_distributed_gram(workers: int, M: int, d: int = 8, N: int = 8) -> None
             r = distributed_gram(laws, heads, client=client, tiles=tiles)
             t = r.seconds_gram + r.seconds_spectrum
             diff = abs(r.gram.lambda_min - g.lambda_min)
-            print(f"  distributed_gram, {workers} workers, {r.head_blocks} blocks of {r.chunk_heads} heads, "
+            say(f"  distributed_gram, {workers} workers, {r.head_blocks} blocks of {r.chunk_heads} heads, "
                   f"{tiles} row block(s), {r.tasks} tasks: Gram {r.seconds_gram:.2f} s (ratio "
                   f"{r.seconds_gram / t_acc:.2f} to the serial accumulation) + spectrum {r.seconds_spectrum:.2f} s = "
                   f"{t:.2f} s (ratio {t / t_serial:.2f} to gram()); |delta lambda_min| {diff:.2e} "
@@ -178,12 +184,12 @@ def bench_blocks(sizes: tuple[int, ...], d: int = 8, N: int = 8, cols: int = 256
         chol = _timed(lambda: sla.cho_factor(G, lower=True, check_finite=False), 1)
         eig = _timed(lambda: np.linalg.eigvalsh(G, UPLO="L"), 1) if M <= 4096 else None
         rows.append((M, feat, prod, chol, eig))
-    print(f"\nPer-block cost: d = {d}, N = {N} tokens a sample, one block of c = {c} heads ({cols} columns); "
+    say(f"\nPer-block cost: d = {d}, N = {N} tokens a sample, one block of c = {c} heads ({cols} columns); "
           f"wall / CPU (core) seconds, features and syrk best of {reps}, spectrum once")
-    print(f"  {'M':>6} {'features':>15} {'syrk':>15} {'CPU GFLOP/s':>11} {'Cholesky':>15} {'CPU GFLOP/s':>11} "
+    say(f"  {'M':>6} {'features':>15} {'syrk':>15} {'CPU GFLOP/s':>11} {'Cholesky':>15} {'CPU GFLOP/s':>11} "
           f"{'eigvalsh':>15}")
     for M, f, s, ch, e in rows:
-        print(f"  {M:>6} {f[0]:>7.4f}/{f[1]:<7.4f} {s[0]:>7.4f}/{s[1]:<7.4f} {M * M * cols / s[1] / 1e9:>11.2f} "
+        say(f"  {M:>6} {f[0]:>7.4f}/{f[1]:<7.4f} {s[0]:>7.4f}/{s[1]:<7.4f} {M * M * cols / s[1] / 1e9:>11.2f} "
               f"{ch[0]:>7.3f}/{ch[1]:<7.3f} {M**3 / 3 / ch[1] / 1e9:>11.2f} "
               f"{'-' if e is None else f'{e[0]:.2f}/{e[1]:.2f}':>15}")
     Ms = np.array([r[0] for r in rows], float)
@@ -196,11 +202,11 @@ def bench_blocks(sizes: tuple[int, ...], d: int = 8, N: int = 8, cols: int = 256
     blocks = H // c
     for w, what in ((1, "CPU (core-hours)"), (0, "wall on this machine")):
         a, b, e = fit(1, 1, w), fit(2, 2, w), fit(3, 3, w)
-        print(f"  fit, {what}: features {a * 1e9:.1f} ns per atom per block, syrk {b * 1e12:.2f} ps per atom^2 per "
+        say(f"  fit, {what}: features {a * 1e9:.1f} ns per atom per block, syrk {b * 1e12:.2f} ps per atom^2 per "
               f"block, Cholesky {e * 1e12:.4f} ps per atom^3")
-        print(f"    M = {M}, H = {H} (H d = 2 M), {blocks} blocks of {c} heads: features {a * M * blocks / 3600:.2f} h, "
+        say(f"    M = {M}, H = {H} (H d = 2 M), {blocks} blocks of {c} heads: features {a * M * blocks / 3600:.2f} h, "
               f"products {b * M**2 * blocks / 3600:.2f} h, Cholesky {e * M**3 / 3600:.2f} h")
-    print(f"  memory at M = {M}: Gram {8 * M * M / 2**30:.0f} GiB (+ {8 * M * M / 2**30:.0f} GiB for the factor); "
+    say(f"  memory at M = {M}: Gram {8 * M * M / 2**30:.0f} GiB (+ {8 * M * M / 2**30:.0f} GiB for the factor); "
           f"one feature block {8 * M * cols / 2**20:.0f} MiB")
 
 

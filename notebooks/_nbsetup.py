@@ -63,11 +63,30 @@ def in_kernel() -> bool:
     return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
 
 
+def labels(fig: Any) -> dict[str, Any]:
+    """The figure's title and each data panel's title, x and y labels (colorbars and empty
+    panels left out; a panel sharing its y axis takes the label its siblings show, and a figure's
+    ``supylabel`` counts for every panel)."""
+    def text(name: str) -> str:
+        t = getattr(fig, name, None)
+        return t.get_text() if t is not None else ""
+    axes = []
+    for ax in fig.axes:
+        if ax.get_label() == "<colorbar>" or not ax.axison:
+            continue
+        shared = [s.get_ylabel() for s in ax.get_shared_y_axes().get_siblings(ax)]
+        axes.append({"title": ax.get_title(), "xlabel": ax.get_xlabel(),
+                     "ylabel": ax.get_ylabel() or next((y for y in shared if y), "") or text("_supylabel")})
+    return {"suptitle": text("_suptitle"), "axes": axes}
+
+
 def save(fig: Any, name: str, dpi: int = 120) -> Path:
-    """Write ``fig`` to ``FIGURES / name``; keep it open for inline display in a kernel,
-    close it when run as a script."""
+    """Write ``fig`` to ``FIGURES / name`` with its :func:`labels` in the PNG's ``Description``
+    (the tests read them); keep it open for inline display in a kernel, close it as a script."""
+    import json
+
     path = FIGURES / name
-    fig.savefig(path, dpi=dpi)
+    fig.savefig(path, dpi=dpi, metadata={"Description": json.dumps(labels(fig))})
     if not in_kernel():
         import matplotlib.pyplot as plt
 

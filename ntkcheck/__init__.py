@@ -8,7 +8,7 @@ whose linear convergence the positivity buys.
 
 Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
 
-    cli                      command line
+    cli                      command line (``verify``: the standalone certificate checker, imports nothing)
     claims                   seed claims tried by hypothesis
     distributed, strategies  sweeps and one large Gram on Dask; hypothesis strategies for users' tests
     screening, limits        initialisation screening of user data; the limit-theorem experiments
@@ -33,6 +33,8 @@ __all__ = [
     "decide", "Decision", "Verdict",
     # the NTK Gram at FixUp
     "gram", "GramResult", "Heads", "init_heads",
+    # a symmetric matrix made elsewhere (an empirical NTK)
+    "certify_matrix", "MatrixCertificate",
     # screening token data
     "screen", "ScreenReport", "plot_report",
     # errors
@@ -88,6 +90,10 @@ from .ntk.features import Heads as Heads
 from .ntk.features import init_heads as init_heads
 from .ntk.gram_matrix import GramResult as GramResult
 from .ntk.gram_matrix import gram as gram
+
+# a symmetric matrix made elsewhere (module ``ntkcheck.ntk.user_matrix``)
+from .ntk.user_matrix import MatrixCertificate as MatrixCertificate
+from .ntk.user_matrix import certify_matrix as certify_matrix
 
 # screening token data (module ``ntkcheck.screening``; the function is ``screen``)
 from .screening import ScreenReport as ScreenReport

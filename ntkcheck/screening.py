@@ -42,32 +42,37 @@ cross-check and its table of cases), ``theory/local-convergence.md`` (what
 from __future__ import annotations
 
 import math
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ._text import WIDTH, exact_vector, fit, vector_summary
+from ._records import plain, restore
+from ._report_text import crosscheck_lines, gram_lines, paragraphs, sample_lines, verdict_lines
+from ._text import WIDTH, fit
 from .cgf import Empirical, as_laws
 from .errors import InputError
-from .independence.results import decision_sentence, no_truth_value
+from .independence.results import Decision, no_truth_value
+from .io.files import BUNDLED_DATA, bundled_path, load_samples
 from .io.heads import load_heads as load_heads  # re-exported: its historic home
 from .ntk.crosscheck import CrosscheckResult, crosscheck
 from .ntk.features import Heads, _atom_count, init_heads
 from .ntk.gram_matrix import GramResult, certify_result, gram
 from .ntk.structure import DependenceStructure, dependence_structure
+from .ntk.useful_rate import (
+    DEFAULT_MIN_RELATIVE_LAMBDA,
+    SlowMode,
+    below_rate_sentences,
+    check_min_relative_lambda,
+    near_dependency,
+    rounding_notes,
+    slow_mode,
+    useful_rate,
+)
 
 __all__ = ["SampleSummary", "ScreenReport", "screen", "default_head_count", "load_heads", "plot_report",
            "RATE_CAVEAT", "BUNDLED_DATA"]
-
-#: What the dataset shipped with the package (``ntkcheck/data/screen_default.npz``) is.
-BUNDLED_DATA = (
-    "the bundled example (ntkcheck/data/screen_default.npz, d = 3): samples 0-3 are random Gaussian "
-    "token sets; samples 4-6 are a planted dependency, sample 6 = {0, u, v, u+v} is the law of X+Y "
-    "for X ~ sample 4 = {0, u} and Y ~ sample 5 = {0, v}, sharing the atom 0"
-)
 
 RATE_CAVEAT = (
     "convention: mean-field depth T (heads of each layer drawn from the same law), per-token loss "
@@ -80,8 +85,12 @@ RATE_CAVEAT = (
 
 
 #: what a screening can conclude (:attr:`ScreenReport.outcome`), in order of precedence
-OUTCOMES: tuple[str, ...] = ("disagrees", "certified positive", "certified singular", "positive in float64 only",
-                             "not certified")
+OUTCOMES: tuple[str, ...] = ("disagrees", "certified positive", "certified positive, below a useful rate",
+                             "certified singular", "positive in float64 only", "not certified")
+
+
+#: highest Arb precision of the Gram certificate of ``screen`` and ``ntkcheck gram`` (one route for both)
+CERTIFY_MAX_BITS = 512
 
 
 def default_head_count(M: int, d: int) -> int:
@@ -110,6 +119,10 @@ class SampleSummary:
                 "max_multiplicity": self.max_multiplicity, "radius": self.radius,
                 "mean": list(self.mean), "coefficient": self.coefficient}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SampleSummary:
+        return restore(cls, d)
+
 
 @dataclass(frozen=True)
 class ScreenReport:
@@ -128,6 +141,10 @@ class ScreenReport:
     rate_caveat: str = RATE_CAVEAT
     notes: tuple[str, ...] = field(default=())
     source: str | None = None
+    min_relative_lambda: float = DEFAULT_MIN_RELATIVE_LAMBDA
+    slow_mode: SlowMode | None = None
+    #: the heads screened (not written by :meth:`to_dict`; a certificate file records them)
+    drawn_heads: Heads | None = field(default=None, repr=False, compare=False)
 
     # a dataclass is always truthy: ``if screen(...):`` would read a dependent verdict as success
     __bool__ = no_truth_value
@@ -141,8 +158,11 @@ class ScreenReport:
     def outcome(self) -> str:
         """What the screening concludes, one of :data:`OUTCOMES` (the first that applies):
         ``"disagrees"`` (the Gram and seed 003 Prop. 8 contradict each other), ``"certified
-        positive"`` (a rigorous lower bound on ``lambda_min``), ``"certified singular"`` (an exact
-        CGF dependency with overlap: Prop. 8 proves the kernel; or an exact proof on these heads,
+        positive"`` (a rigorous lower bound on ``lambda_min`` of at least ``min_relative_lambda``
+        times ``lambda_max``: a useful rate), ``"certified positive, below a useful rate"`` (a
+        rigorous bound, but under that fraction: no training reaches the rate, and the data are
+        near a dependency, :attr:`near_dependency`), ``"certified singular"`` (an exact CGF
+        dependency with overlap: Prop. 8 proves the kernel; or an exact proof on these heads,
         Gram status ``"singular"``), ``"positive in float64 only"``,
         ``"not certified"``. ``ntkcheck screen``'s exit status is read from it."""
         g, cc = self.gram, self.crosscheck
@@ -150,7 +170,8 @@ class ScreenReport:
         if any(c.agreement == "disagrees" for c in checks):
             return "disagrees"
         if g.certified_positive:
-            return "certified positive"
+            return ("certified positive" if useful_rate(g, self.min_relative_lambda)
+                    else "certified positive, below a useful rate")
         if g.status == "singular" or (cc.weak.dependent and cc.statement == "necessity" and cc.agreement == "agrees"):
             return "certified singular"
         return "positive in float64 only" if g.positive else "not certified"
@@ -160,7 +181,7 @@ class ScreenReport:
         """Three sentences for a reader who skips the table: the data, what the verdict means
         for training near FixUp initialisation, and what to do next. Certified claims say so;
         everything else says what was seen."""
-        return _paragraphs(*self._bottom_parts())
+        return paragraphs(*self._bottom_parts())
 
     @property
     def next_step(self) -> str:
@@ -175,6 +196,20 @@ class ScreenReport:
     def summary(self) -> str:
         """Alias of :attr:`bottom_line`."""
         return self.bottom_line
+
+    @property
+    def decision_notes(self) -> tuple[str, ...]:
+        """The notes of the weak and strong decisions (e.g. a certificate resting on differences at
+        the rounding level of float64 data), each once."""
+        return tuple(dict.fromkeys((*self.weak.notes, *self.strong.notes)))
+
+    @property
+    def near_dependency(self) -> dict[str, Any] | None:
+        """For ``"certified positive, below a useful rate"``: the samples carrying the slowest
+        eigenvector (:class:`~ntkcheck.ntk.useful_rate.SlowMode`) and the decisions' notes at
+        the rounding level of the data; None otherwise."""
+        below = self.outcome == "certified positive, below a useful rate"
+        return near_dependency(self.slow_mode, self.decision_notes) if below else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -193,8 +228,22 @@ class ScreenReport:
             "rate_caveat": self.rate_caveat,
             "notes": list(self.notes),
             "source": self.source,
+            "min_relative_lambda": self.min_relative_lambda,
+            "slow_mode": None if self.slow_mode is None else self.slow_mode.to_dict(),
             "bottom_line": self.bottom_line,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ScreenReport:
+        """The report from its :meth:`to_dict` (a saved ``ntkcheck screen --json`` object too)."""
+        d = plain(d)
+        if isinstance(h := d.get("heads"), dict):  # the --json form: {kind, q_scale, b_scale, seed, ...}
+            d["heads"] = "given" if h["kind"] == "file" else f"{h['kind']}, q_scale {h['q_scale']:g}, " \
+                f"b_scale {h['b_scale']:g}, seed {h['seed']}"
+        comp = d.get("complement")
+        return restore(cls, {**d, "complement_indices": [] if comp is None else comp["samples"]},
+                       weak=Decision.from_dict, strong=Decision.from_dict,
+                       complement=lambda c: None if c is None else CrosscheckResult.from_dict(c))
 
     @property
     def structure(self) -> DependenceStructure | None:
@@ -202,9 +251,10 @@ class ScreenReport:
         return self.crosscheck.structure
 
     def __repr__(self) -> str:
-        return (f"ScreenReport(n={len(self.samples)}, weak={self.weak.verdict.value}, strong={self.strong.verdict.value}, "
-                f"gram={self.gram.status} (lambda_min={self.gram.lambda_min:.3g}), crosscheck={self.crosscheck.agreement}, "
-                f"lambda_0={self.lambda_0:.3g})")
+        return (f"ScreenReport({self.outcome}: n={len(self.samples)}, weak={self.weak.verdict.value}, "
+                f"strong={self.strong.verdict.value}, gram={self.gram.status} (lambda_min={self.gram.lambda_min:.3g}), "
+                f"crosscheck={self.crosscheck.agreement}, lambda_0={self.lambda_0:.3g}; the report: .table(), "
+                "the conclusion: .bottom_line)")
 
     def table(self, *, title: str | None = None, extra: tuple[str, ...] = ()) -> str:
         """The human-readable report (``ntkcheck screen`` prints it), lines of at most 100 columns:
@@ -241,6 +291,9 @@ def _bottom_sentences(report: ScreenReport) -> tuple[str, str, str]:
         nxt = ("Next: draw the heads from a law with a density (seed 003 Prop. 8 needs a head law whose support "
                "contains an open set) or change the heads file, and rerun.")
         return data, meaning, nxt
+    if report.outcome == "certified positive, below a useful rate":
+        return (data, *below_rate_sentences(g, report.min_relative_lambda, report.slow_mode,
+                                            rounding_notes(report.decision_notes)))
     if report.weak.independent:
         return (data, *_independent_sentences(report))
     if report.weak.dependent:
@@ -309,71 +362,18 @@ def _report_table(report: ScreenReport, *, title: str | None, extra: tuple[str, 
     """:meth:`ScreenReport.table`: its sections in order, then ``extra``, the notes and the
     bottom line, fitted to :data:`~ntkcheck._text.WIDTH` columns."""
     out = [title, ""] if title else []
-    out += _sample_lines(report.samples)
+    out += sample_lines(report.samples)
     out.append("")
-    out += _verdict_lines(report)
-    out += ["", *_gram_lines(report)]
-    out += ["", *_crosscheck_lines(report)]
+    out += verdict_lines(report)
+    out += ["", *gram_lines(report)]
+    out += ["", *crosscheck_lines(report)]
     out += ["", f"NTK lambda_0:         T lambda_min = {report.lambda_0:.4g}  (per-token loss, mean-field depth "
             f"T = {report.depth_T:g}; the loss decays at 2 lambda_0 near FixUp)", f"  caveat: {report.rate_caveat}"]
     out.extend(extra)
     out.extend(f"  note: {n}" for n in (*report.notes, *report.gram.notes))
+    out.extend(f"  note (decide): {n}" for n in report.decision_notes)
     out += ["", *report.bottom_line.splitlines()]
     return fit(out, WIDTH)
-
-
-def _sample_lines(samples: tuple[SampleSummary, ...]) -> list[str]:
-    """The per-sample table: a header, then one row per sample."""
-    out = [f"{'sample':>6} {'tokens':>6} {'distinct':>8} {'max mult':>8} {'radius':>8} {'c_i':>6}  mean"]
-    for s in samples:
-        out.append(f"{s.index:>6} {s.tokens:>6} {s.distinct:>8} {s.max_multiplicity:>8} {s.radius:>8.3f} "
-                   f"{s.coefficient[:6]:>6}  {vector_summary(s.mean)}")
-    return out
-
-
-def _verdict_lines(report: ScreenReport) -> list[str]:
-    """Both verdicts in words (the strong one with its direction), then the dependence structure."""
-    out = []
-    for name, dec in (("weak", report.weak), ("strong", report.strong)):
-        cert = getattr(dec.certificate, "kind", "-")
-        out.append(f"{name + ' independence:':<22}{dec.verdict.value} (method {dec.method}, certificate {cert})")
-        out.append(f"{'':<22}{decision_sentence(dec)}")
-        if name == "strong" and dec.direction:
-            out.append(f"{'':<22}direction w = {exact_vector(dec.direction)}")
-    st = report.structure
-    if st is not None:
-        lines = st.lines()
-        out.append(f"{'dependence structure:':<22}{lines[0] if lines else 'none named'}")
-        out.extend(f"{'':<22}{line}" for line in lines[1:])
-        out.append(f"{'':<22}(dependency rank {st.rank}, {st.rank_linear_free} without linear part; "
-                   f"{'exact' if st.exact else 'a lower bound'}: {st.certificate})")
-    return out
-
-
-def _gram_lines(report: ScreenReport) -> list[str]:
-    """The Gram at FixUp: its size, the heads, its spectrum and certificate, the kernel dimension."""
-    g = report.gram
-    out = [f"NTK Gram at FixUp:    M = {g.atoms} distinct atoms ({g.tokens} tokens), H = {g.heads} heads, "
-           f"d = {g.dim}", f"  heads drawn         {report.heads}", *g.report_lines()]
-    if report.crosscheck.kernel is not None:
-        out.append(f"  kernel dimension    {report.crosscheck.kernel.sentence()}")
-    return out
-
-
-def _crosscheck_lines(report: ScreenReport) -> list[str]:
-    """The Prop. 8 cross-check, then its repetition on the samples outside the dependency."""
-    cc = report.crosscheck
-    out = [f"cross-check:          {cc.agreement} -- {cc.message}"]
-    if report.complement is not None:
-        out.append(f"  samples {exact_vector(report.complement_indices, head=8)} (outside the dependency): "
-                   f"{report.complement.agreement} -- {report.complement.message}")
-    return out
-
-
-def _paragraphs(*parts: str, width: int = 100) -> str:
-    """The bottom line's sentences, each wrapped to ``width`` columns (continuations indented)."""
-    return "\n".join(textwrap.fill(p, width=width, subsequent_indent="  ", break_on_hyphens=False)
-                     for p in parts)
 
 
 def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[SampleSummary, ...]:
@@ -398,9 +398,10 @@ def screen(
     dist: str = "gaussian",
     depth_T: float = 1.0,
     certify: bool = True,
-    max_bits: int = 512,
+    max_bits: int = CERTIFY_MAX_BITS,
     progress: bool = False,
     source: str | None = None,
+    min_relative_lambda: float = DEFAULT_MIN_RELATIVE_LAMBDA,
 ) -> ScreenReport:
     r"""Screen token data at FixUp initialisation.
 
@@ -424,6 +425,10 @@ def screen(
         attempts near one second; a Gram with relative ``lambda_min`` ~1e-40 needs ~300).
     source : str or None
         What the data is, in words, for the report's bottom line (set for the bundled data).
+    min_relative_lambda : float
+        The smallest certified ``lambda_min / lambda_max`` called a useful rate (default
+        ``1e-12``, :mod:`ntkcheck.ntk.useful_rate` says why; 0 turns the gate off): a Gram
+        certified positive below it concludes ``"certified positive, below a useful rate"``.
 
     Returns
     -------
@@ -437,7 +442,6 @@ def screen(
     ('dependent', 'agrees', 'agrees')
     """
     from .independence.decision import decide
-    from .io.files import bundled_path, load_samples
 
     if samples is None:
         samples = load_samples(bundled_path())
@@ -445,6 +449,7 @@ def screen(
     laws = as_laws(samples)
     if not (isinstance(depth_T, (int, float)) and math.isfinite(depth_T) and depth_T > 0):
         raise InputError(f"depth_T: expected a positive number, got {depth_T!r}")
+    min_relative_lambda = check_min_relative_lambda(min_relative_lambda)
     M, d = _atom_count(laws), laws[0].dim
     if isinstance(heads, Heads):
         hs = heads
@@ -494,6 +499,9 @@ def screen(
         lambda_0=float(depth_T) * g.lambda_min,
         notes=tuple(notes),
         source=source,
+        min_relative_lambda=min_relative_lambda,
+        slow_mode=slow_mode(laws, hs) if useful_rate(g, min_relative_lambda) is False else None,
+        drawn_heads=hs,
     )
 
 

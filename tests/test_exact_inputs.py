@@ -170,15 +170,20 @@ def test_tokens_below_double_resolution_are_independent(kind):
     assert abs(ev[0][0] - lam) < 1e-60 and 1e-40 < lam < 1e-38
     g = nk.gram(samples, heads, certify=True)
     assert g.certified_positive and 0 < g.certified.lower_bound <= float(lam)
+    # positive, but ~1e-40 relative: the usefulness gate (issue 25) says so; without it, certified positive
     r = nk.screen(samples)
-    assert r.weak.independent and r.outcome == "certified positive"
+    assert r.weak.independent and r.outcome == "certified positive, below a useful rate"
+    assert nk.screen(samples, min_relative_lambda=0).outcome == "certified positive"
 
 
 @needs_ld
 def test_long_double_token_file_is_read_exactly(tmp_path):
-    """Issue 19 item 2 on the command line: decide exits 0 (independent), screen 0, not 1."""
+    """Issue 19 item 2 on the command line: decide exits 0 (independent), screen 0 (with the
+    usefulness gate off: the Gram's relative lambda_min is ~1e-40), not 1."""
     np.save(tmp_path / "b.npy", np.stack(_case_b("long double")))
-    for cmd, code in ((["decide", "b.npy"], 0), (["screen", "b.npy", "--no-progress"], 0)):
+    for cmd, code in ((["decide", "b.npy"], 0),
+                      (["screen", "b.npy", "--no-progress", "--min-relative-lambda", "0"], 0),
+                      (["screen", "b.npy", "--no-progress"], 3)):
         out = _cli(*cmd, cwd=tmp_path)
         assert out.returncode == code, out.stdout + out.stderr
 

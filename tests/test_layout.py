@@ -19,12 +19,15 @@ PKG = Path(__file__).resolve().parents[1] / "ntkcheck"
 #: component -> layer (lowest first). A component is a top-level module or subpackage.
 LAYERS: dict[str, int] = {
     "errors": 0, "_budget": 0, "_progress": 0, "_text": 0, "_precision": 0,
-    "_validate": 1,
+    "verify": 0,  # the standalone certificate verifier: imports nothing of the package
+    "_validate": 1, "_records": 1,
     "cgf": 2,
     "independence": 3,
     "ntk": 4,
     "io": 5,
+    "certificate_files": 5,  # what --certificate-out writes: imports cgf and verify
     "dynamics": 6,
+    "_report_text": 6,  # the sections of the screening report's text: below screening
     "limits": 7,  # the limit-theorem experiments: above the dynamics they simulate
     "screening": 7,
     "distributed": 8,  # sweeps and the distributed Gram: import screening (7) and ntk (4)

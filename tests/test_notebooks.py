@@ -85,6 +85,8 @@ def test_notebook_runs_and_reaches_its_conclusions(name: str, tmp_path: Path, mo
     assert verdicts == dict.fromkeys(variables, True), f"{name}: {verdicts}"
     missing = [f for f in figures if not (tmp_path / f).is_file() or (tmp_path / f).stat().st_size == 0]
     assert not missing, f"{name} did not write {missing}"
+    unlabelled = {f: bad for f in figures if (bad := _unlabelled(tmp_path / f))}
+    assert not unlabelled, f"{name}: panels without a title or a y label: {unlabelled}"
     # in a kernel every figure is also shown inline (issue 13: the notebooks forced Agg and
     # showed nothing): one image/png display output per figure written
     outputs = [out for cell in cells if cell.cell_type == "code" for out in cell.get("outputs", [])]
@@ -93,6 +95,19 @@ def test_notebook_runs_and_reaches_its_conclusions(name: str, tmp_path: Path, mo
     # and no widget warning from a progress bar (TqdmWarning: IProgress not found)
     stderr = "".join(out.get("text", "") for out in outputs if out.get("name") == "stderr")
     assert "IProgress" not in stderr and "TqdmWarning" not in stderr, stderr[:500]
+
+
+def _unlabelled(png: Path) -> list[str]:
+    """Panels of a saved figure without a title (theirs or the figure's) or without a y label,
+    read from the labels ``notebooks/_nbsetup.save`` writes into the PNG (issue 25: the eps sweep
+    and the plateau figures had neither)."""
+    from PIL import Image
+
+    with Image.open(png) as im:
+        meta = json.loads(im.text["Description"])
+    return [f"panel {k}: " + ", ".join(w for w, ok in (("no title", a["title"] or meta["suptitle"]),
+                                                       ("no y label", a["ylabel"])) if not ok)
+            for k, a in enumerate(meta["axes"]) if not (a["title"] or meta["suptitle"]) or not a["ylabel"]]
 
 
 def test_script_outside_the_environment_prints_a_hint(tmp_path: Path):

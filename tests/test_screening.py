@@ -86,7 +86,10 @@ def test_cli_gram_json_and_heads_file(capsys, tmp_path):
     h = init_heads(30, 3, seed=9)
     hf = tmp_path / "h.npz"
     np.savez(hf, Q=h.Q, b=h.b)
-    assert cli.main(["gram", str(data), "--json", "--heads-file", str(hf)]) == 3  # positive, not certified
+    # positive in float64 only without the certificate; certified by default, as screen does (issue 25)
+    assert cli.main(["gram", str(data), "--json", "--heads-file", str(hf), "--no-certify"]) == 3
+    assert json.loads(capsys.readouterr().out)["outcome"]["conclusion"] == "positive in float64 only"
+    assert cli.main(["gram", str(data), "--json", "--heads-file", str(hf)]) == 0
     d = json.loads(capsys.readouterr().out)
     ref = gram(S, load_heads(hf))
     assert d["heads"] == 30 and d["tokens"] == 28 and len(d["eigenvalues"]) == 28

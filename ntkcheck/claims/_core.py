@@ -25,6 +25,7 @@ from hypothesis import seed as _hseed
 from hypothesis.errors import Unsatisfiable
 from hypothesis.strategies import SearchStrategy
 
+from .._records import restore
 from ..errors import NtkcheckError
 
 __all__ = ["Outcome", "Check", "Claim", "ClaimReport", "check_instance", "run_claim", "describe"]
@@ -241,6 +242,11 @@ class ClaimReport:
         if self.status == "refuted":
             return self.refuted == 0
         return self.refuted > 0 or bool(self.shortfall)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ClaimReport:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
 
     def to_dict(self) -> dict[str, Any]:
         return {

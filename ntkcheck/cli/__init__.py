@@ -17,7 +17,7 @@ from ..errors import NtkcheckError
 from ._args import EXIT_BAD_INPUT
 
 #: subcommand modules, in the order they appear in ``ntkcheck --help``
-_COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "flow", "tokens", "sweep", "experiment")
+_COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "certify", "flow", "tokens", "sweep", "experiment")
 
 
 def build_parser() -> argparse.ArgumentParser:

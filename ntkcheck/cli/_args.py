@@ -88,14 +88,22 @@ EXIT_CODES: dict[str, str] = {
     "decide": "0 independent (certified); 1 dependent (certified); 3 inconclusive; 2 bad input. "
               "Without PATH and --family (the seed's examples): 0 every verdict certified and as the seed "
               "says, 1 a verdict disagrees with the seed, 3 some verdict inconclusive.",
-    "screen": "0 NTK Gram certified positive (a rigorous lower bound on lambda_min) and the Prop. 8 cross-check agrees; "
-              "1 Gram singular, certified by an exact CGF dependency with overlap (Prop. 8) or by an exact "
-              "proof on these heads, or the cross-check disagrees; 3 not certified (positive in float64 only, "
-              "--no-certify, no prediction, or a certificate that holds only for the float64 rounding of "
-              "tokens or heads given at other values); 2 bad input.",
-    "gram": "0 Gram certified positive (--certify, or cheap enough to certify by default); 1 singular by a "
-            "named dependence structure (duplicates, translates, products, Diracs) or proved singular in "
-            "exact arithmetic on these heads; 3 not certified; 2 bad input.",
+    "screen": "0 NTK Gram certified positive with a useful rate (a rigorous lower bound on lambda_min of at least "
+              "--min-relative-lambda times lambda_max) and the Prop. 8 cross-check agrees; "
+              "1 Gram singular, certified by an exact CGF dependency with overlap (Prop. 8) or by an exact proof "
+              "on these heads, or the cross-check disagrees; 3 certified positive but below the useful rate "
+              "(a near-dependency, named), or not certified (positive in float64 only, --no-certify, no "
+              "prediction, or a certificate that holds only for the float64 rounding of tokens or heads "
+              "given at other values); 2 bad input.",
+    "gram": "0 Gram certified positive with a useful rate (the route of screen; --min-relative-lambda); 1 singular "
+            "by a named dependence structure (duplicates, translates, products, Diracs) or proved singular in "
+            "exact arithmetic on these heads; 3 certified positive below the useful rate, or not certified "
+            "(--no-certify); 2 bad input.",
+    "certify": "0 certified positive (lambda_min >= the bound printed, for every symmetric matrix within "
+               "--abs-error of the file); 1 certified not positive definite, only from an exact proof: singular "
+               "(the exact rank of the numbers given, --abs-error 0) or indefinite (a vector with x^T S x < 0 for "
+               "every such S); 3 not certified (e.g. below float64 resolution); 2 bad input (not square, NaN, "
+               "not symmetric beyond 2 x --abs-error).",
     "flow": "0 the run ended (certified or not: the report says which); 1 the Thm. 8.5 guarantee is "
             "certified but the run contradicts it (eq. 31 fails or the displacement exceeds the bound); "
             "2 bad input.",

@@ -13,7 +13,7 @@ import argparse
 import json
 from typing import Any
 
-from .._text import fit
+from .._text import WIDTH, fit
 from ..errors import InputError
 from ._args import (
     EXIT_NEGATIVE,
@@ -96,7 +96,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _table(reports: list[Any]) -> None:
-    head = ("claim", "seed reference", "tried", "held/min", "refuted", "inconcl.", "skipped", "time")
+    """One row per claim (its id and counts), its seed reference on the next line; the failures'
+    details after the table; every line fitted to 100 columns (issue 25: rows of 167)."""
+    head = ("tried", "held/min", "refuted", "inconcl.", "skipped", "time")
     rows = []
     for r in reports:
         mark = "" if r.ran else " (not run)"
@@ -104,26 +106,38 @@ def _table(reports: list[Any]) -> None:
             mark += " [known refuted]"
         if r.unexpected:
             mark += " !!"
-        rows.append((r.id + mark, r.reference, str(r.tried), f"{r.held}/{r.min_held}", str(r.refuted),
-                     str(r.inconclusive), str(r.skipped), f"{r.seconds:.1f}s"))
-    widths = [max(len(h), *(len(row[k]) for row in rows)) for k, h in enumerate(head)]
-    fmt = "  ".join(f"{{:{'<' if k < 2 else '>'}{w}}}" for k, w in enumerate(widths))
-    print(fmt.format(*head))
-    print(fmt.format(*("-" * w for w in widths)))
-    for row in rows:
-        print(fmt.format(*row))
+        rows.append((r.id + mark, r.reference, (str(r.tried), f"{r.held}/{r.min_held}", str(r.refuted),
+                                                str(r.inconclusive), str(r.skipped), f"{r.seconds:.1f}s")))
+    widths = [max(len(h), *(len(row[2][k]) for row in rows)) for k, h in enumerate(head)]
+    counts = "  ".join(f"{{:>{w}}}" for w in widths)
+    first = WIDTH - len(counts.format(*head)) - 2
+    lines = [f"{'claim':<{first}}  " + counts.format(*head), f"{'-' * first}  " + counts.format(*("-" * w for w in widths))]
+    for cid, ref, vals in rows:
+        if len(cid) > first:  # a long id on its own line, the counts under it
+            lines.append(cid)
+            cid = ""
+        lines += [f"{cid:<{first}}  " + counts.format(*vals), f"    {ref}"]
     total = sum(r.seconds for r in reports)
-    print(f"\n{len(reports)} claims, {sum(r.tried for r in reports)} instances, {total:.1f}s")
+    lines.append(f"\n{len(reports)} claims, {sum(r.tried for r in reports)} instances, {total:.1f}s")
     for r in reports:
-        if r.refuted or r.error:
-            print(f"\n{r.id} ({r.reference}): " + ("checker error: " + r.error if r.error else "counterexample"))
-            if r.detail:
-                print(f"  {r.detail}")
-            if r.counterexample is not None:
-                print("  " + json.dumps(r.counterexample)[:2000])
-        elif r.unexpected:
-            print(f"\n{r.id} ({r.reference}): " + (r.shortfall or "the stored counterexample no longer fails"))
-            if r.detail:
-                print(f"  {r.detail}")
-        elif not r.ran:
-            print(f"\n{r.id}: {r.detail}")
+        lines += _failure_lines(r)
+    print(fit(lines))
+
+
+def _failure_lines(r: Any) -> list[str]:
+    """What a failing, unexpected or skipped claim adds under the table."""
+    out: list[str] = []
+    if r.refuted or r.error:
+        out.append(f"\n{r.id} ({r.reference}): " + ("checker error: " + r.error if r.error else "counterexample"))
+        if r.detail:
+            out.append(f"  {r.detail}")
+        if r.counterexample is not None:
+            text = json.dumps(r.counterexample)
+            out.append("  " + (text if len(text) <= 1200 else text[:1200] + " ... (the whole instance: --json)"))
+    elif r.unexpected:
+        out.append(f"\n{r.id} ({r.reference}): " + (r.shortfall or "the stored counterexample no longer fails"))
+        if r.detail:
+            out.append(f"  {r.detail}")
+    elif not r.ran:
+        out.append(f"\n{r.id}: {r.detail}")
+    return out

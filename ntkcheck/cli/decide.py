@@ -73,6 +73,9 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"time budget of each decision (default {DEFAULT_TIMEOUT:g}); when it runs out the verdict is "
                    "inconclusive and says what was tried")
+    p.add_argument("--certificate-out", metavar="FILE.json", default=None,
+                   help="write the inputs and the certificate to FILE.json, re-checked by `python -m ntkcheck.verify "
+                   "FILE.json` (a token file or --family)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/decide/1)")
     p.set_defaults(func=run)
     allow_negative_values(p)  # --radii -1,2 reaches the radius check
@@ -175,15 +178,19 @@ def run(args: argparse.Namespace) -> int:
     if args.path and args.family:
         raise InputError("give either a token file or --family, not both")
     if args.path is None and args.family is None:
-        if direction is not None or args.property != "weak":
-            raise InputError("--property and --direction need a token file or --family")
+        if direction is not None or args.property != "weak" or args.certificate_out:
+            raise InputError("--property, --direction and --certificate-out need a token file or --family")
         return _examples(args, bits)
     measures: list[Any] = _family_measures(args) if args.family else load_laws(args.path)
     dec = _decision.decide(measures, args.property, direction=direction, method=args.method, max_bits=bits,
                  timeout=args.timeout)
     code = _code(dec.verdict.value)
+    if args.certificate_out:
+        from ..certificate_files import decide_certificate, write_certificate
+
+        write_certificate(args.certificate_out, decide_certificate(dec, measures, source=args.path))
     if args.json:
-        emit_json("decide", {**dec.to_dict(), "exit_code": code})
+        emit_json("decide", {**dec.to_dict(), "exit_code": code, "certificate_out": args.certificate_out})
         return code
     lines = [f"{len(measures)} measures in dimension {dec.dim}, {args.property} property",
              decision_sentence(dec),
@@ -201,5 +208,7 @@ def run(args: argparse.Namespace) -> int:
         statement = statement[:280] + " ... (full text: --json)"
     lines.append(f"certificate {cert.get('kind')}: {statement}")
     lines += [f"note: {note}" for note in dec.notes]
+    if args.certificate_out:
+        lines.append(f"certificate written to {args.certificate_out} (check: python -m ntkcheck.verify FILE)")
     print(fit(lines))
     return code

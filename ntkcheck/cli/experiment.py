@@ -60,15 +60,27 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _list() -> int:
+def _list(as_json: bool) -> int:
+    """The experiments with their theorem, sizes and theory page, as text or (``--json``) one object."""
     from .._text import fit
     from ..limits.rates import EXPERIMENTS, experiment_module
 
-    width = max(len(n) for n in EXPERIMENTS)
+    rows = []
     for name in EXPERIMENTS:
         mod = experiment_module(name)
-        doc = (mod.__doc__ or "").strip().splitlines()[0]
-        print(fit([f"{name:{width}s} {doc}", f"{'':{width}s} sizes: {', '.join(mod.SIZES)}"]))
+        rows.append({"name": name, "summary": (mod.__doc__ or "").strip().splitlines()[0],
+                     "sizes": list(mod.SIZES), "theory": f"theory/limits-{name}.md"})
+    if as_json:
+        emit_json("experiment", {"experiments": rows})
+        return EXIT_OK
+    import textwrap
+
+    lines = []
+    for r in rows:
+        lines += textwrap.wrap(r["summary"], 100, initial_indent=f"{r['name']:16s} ", subsequent_indent=" " * 17,
+                               break_on_hyphens=False)
+        lines.append(f"{'':16s} sizes: {', '.join(r['sizes'])}; {r['theory']}")
+    print(fit(lines))
     return EXIT_OK
 
 
@@ -77,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from ..limits.rates import run_experiment
 
     if args.list:
-        return _list()
+        return _list(args.json)
     if args.name is None:
         raise NtkcheckError("name an experiment (or --list them)")
     res = run_experiment(args.name, size=args.size, seeds=args.seeds, seed=args.seed,

@@ -150,10 +150,10 @@ def run(args: argparse.Namespace) -> int:
     _notes(caught, args)
     singular = res.lambda_0 < SINGULAR_REL * res.lambda_max_0
     if singular:
-        print(f"ntkcheck flow: note: the NTK at FixUp is singular (lambda_0 = {res.lambda_0:.3g} < {SINGULAR_REL:g} "
-              f"Lambda = {SINGULAR_REL * res.lambda_max_0:.3g}): seed 002 Thm. 8.5 does not apply and no rate is "
-              f"guaranteed; the flow time {res.time_end:.4g} is set by the slowest resolved mode. Use "
-              "--experiment plateau to follow the part of the residual in the kernel.", file=sys.stderr)
+        print(fit([f"ntkcheck flow: note: the NTK at FixUp is singular (lambda_0 = {res.lambda_0:.3g} < {SINGULAR_REL:g} "
+                   f"Lambda = {SINGULAR_REL * res.lambda_max_0:.3g}): seed 002 Thm. 8.5 does not apply and no rate is "
+                   f"guaranteed; the flow time {res.time_end:.4g} is set by the slowest resolved mode. Use "
+                   "--experiment plateau to follow the part of the residual in the kernel."]), file=sys.stderr)
     if args.plot:
         _plot(res, args.plot)
     code = _exit_code(res)
@@ -246,7 +246,7 @@ def _notes(caught: list[Any], args: argparse.Namespace) -> None:
         if "singular" in msg and "NTK" in msg:
             continue  # said once, with the CLI option, by run()
         msg = msg.replace("see kernel_plateau", "see --experiment plateau")
-        print(f"ntkcheck flow: warning: {msg}", file=sys.stderr)
+        print(fit([f"ntkcheck flow: warning: {msg}"]), file=sys.stderr)
 
 
 def _run_plateau(args: argparse.Namespace, start: float) -> int:

@@ -19,6 +19,7 @@ from .._text import fit
 from ..cgf import as_laws
 from ..errors import InputError
 from ..io.files import bundled_path, load_samples
+from ..ntk.useful_rate import DEFAULT_MIN_RELATIVE_LAMBDA
 from ._args import (
     EXIT_INCONCLUSIVE,
     EXIT_NEGATIVE,
@@ -53,8 +54,24 @@ def _head_options(p: argparse.ArgumentParser) -> None:
                    help="explicit heads: arrays Q (H, d, d) and b (H, d), the score of token x against y being "
                    "<x, Q_h y + b_h>; from a trained layer Q_h = W_K^T W_Q / sqrt(d_h), b_h = W_K^T b_Q / "
                    "sqrt(d_h) (ntkcheck tokens --heads-out writes them); overrides --heads, --dist and the scales")
+    p.add_argument("--min-relative-lambda", type=_relative, default=DEFAULT_MIN_RELATIVE_LAMBDA, metavar="R",
+                   help="smallest certified lambda_min / lambda_max called a useful rate (default "
+                   f"{DEFAULT_MIN_RELATIVE_LAMBDA:g}: about 5e11 gradient steps per e-fold, and what a perturbation of "
+                   "the data of relative size 1e-6 can change); a Gram certified positive below it exits 3 with the "
+                   "near-dependency named; 0 turns the gate off")
+    p.add_argument("--certificate-out", metavar="FILE.json", default=None,
+                   help="write the certificates (the inputs and what a verifier needs) to FILE.json, re-checked by "
+                   "`python -m ntkcheck.verify FILE.json`")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/<command>/1)")
     add_progress_options(p, "Gram features, atoms x heads")
+
+
+def _relative(x: str) -> float:
+    """A number in [0, 1) (argparse ``type`` of ``--min-relative-lambda``)."""
+    v = nonnegative_float(x)
+    if v >= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {x!r}")
+    return v
 
 
 def register(subparsers: Any) -> None:
@@ -87,11 +104,14 @@ def register(subparsers: Any) -> None:
         epilog=exit_epilog("gram"),
     )
     _head_options(g)
-    g.add_argument("--certify", action="store_true",
-                   help="rigorous lower bound on lambda_min (up to M = 4096 distinct atoms: a preconditioned "
-                   "float64 bound with proved error terms, or Arb ball arithmetic up to 256 atoms; beyond: a "
-                   "verified Cholesky of the Gram accumulated over head blocks); without it a positive Gram is "
-                   "only seen in float64 (exit status 3)")
+    cert = g.add_mutually_exclusive_group()
+    cert.add_argument("--certify", action="store_true",
+                      help="the default, kept for scripts: a rigorous lower bound on lambda_min by the route screen "
+                      "takes (a verified Cholesky of the Gram, else a preconditioned float64 bound with proved error "
+                      "terms up to M = 4096 distinct atoms, or Arb ball arithmetic up to 256), unless a named "
+                      "dependence structure already proves the Gram singular")
+    cert.add_argument("--no-certify", action="store_true",
+                      help="skip the certificate (faster; a positive Gram is then only seen in float64: exit status 3)")
     g.add_argument("--no-structure", action="store_true",
                    help="skip the dependence structure and the predicted kernel dimension")
     g.set_defaults(func=run_gram)
@@ -99,6 +119,7 @@ def register(subparsers: Any) -> None:
 
 #: exit status of ``ntkcheck screen`` for each :attr:`ntkcheck.screening.ScreenReport.outcome`
 _EXIT = {"disagrees": EXIT_NEGATIVE, "certified positive": EXIT_OK, "certified singular": EXIT_NEGATIVE,
+         "certified positive, below a useful rate": EXIT_INCONCLUSIVE,
          "positive in float64 only": EXIT_INCONCLUSIVE, "not certified": EXIT_INCONCLUSIVE}
 
 
@@ -135,7 +156,11 @@ def run(args: argparse.Namespace) -> int:
     heads = _heads_for(args, samples) if args.heads_file is not None else args.heads
     report = screen(samples, heads=heads, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed,
                     depth_T=args.depth_T, certify=not args.no_certify, progress=progress_enabled(args),
-                    source=BUNDLED_DATA if args.path is None else None)
+                    source=BUNDLED_DATA if args.path is None else None, min_relative_lambda=args.min_relative_lambda)
+    if args.certificate_out:
+        from ..certificate_files import screen_certificate, write_certificate
+
+        write_certificate(args.certificate_out, screen_certificate(report, samples, source=path))
     if args.plot:
         plot_report(report, samples, args.plot)
     thm85 = _thm85(args, samples) if args.thm85 else None
@@ -147,7 +172,9 @@ def run(args: argparse.Namespace) -> int:
         d["plot"] = args.plot
         d["thm85"] = thm85
         d["outcome"] = {"exit_code": code, "conclusion": report.outcome, "bottom_line": report.bottom_line,
-                        "next_step": report.next_step}
+                        "next_step": report.next_step, "notes": list(report.decision_notes),
+                        "near_dependency": report.near_dependency}
+        d["certificate_out"] = args.certificate_out
         emit_json("screen", d)
         return code
     extra = [] if thm85 is None else [
@@ -156,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
         f"  {thm85['caveat']}"]
     if args.plot:
         extra.append(f"plot written to {args.plot}")
+    if args.certificate_out:
+        extra.append(f"certificates written to {args.certificate_out} (check: python -m ntkcheck.verify FILE)")
     print(report.table(title=f"ntkcheck screen: {label}", extra=tuple(extra)))
     return code
 
@@ -173,37 +202,73 @@ def _thm85(args: argparse.Namespace, laws: list) -> dict[str, Any]:
                       "reports that certificate for given targets"}
 
 
+def _gram_conclusion(res: Any, st: Any, min_relative_lambda: float) -> str:
+    """What ``ntkcheck gram`` concludes: the rules of ``screen`` without the CGF decision."""
+    from ..ntk.useful_rate import useful_rate
+
+    if res.certified_positive:
+        return ("certified positive" if useful_rate(res, min_relative_lambda)
+                else "certified positive, below a useful rate")
+    if res.status == "singular":
+        return "proved singular"
+    if st is not None and st.predicted_kernel > 0 and not res.positive:
+        return "singular by a named structure"
+    return "positive in float64 only" if res.positive else "not certified"
+
+
+_GRAM_EXIT = {"certified positive": EXIT_OK, "singular by a named structure": EXIT_NEGATIVE,
+              "proved singular": EXIT_NEGATIVE}
+
+
 def run_gram(args: argparse.Namespace) -> int:
     from ..ntk.crosscheck import KernelComparison, subspace_residual
     from ..ntk.features import _features
-    from ..ntk.gram_matrix import gram
+    from ..ntk.gram_matrix import certify_result, gram
     from ..ntk.structure import dependence_structure
+    from ..ntk.useful_rate import slow_mode
+    from ..screening import CERTIFY_MAX_BITS
     from ._args import progress_enabled
 
     path, label = _path(args)
     laws = as_laws(load_samples(path))
     heads = _heads_for(args, laws)
-    res = gram(laws, heads, certify=args.certify, progress=progress_enabled(args))
+    progress = progress_enabled(args)
+    res = gram(laws, heads, progress=progress)
     st = kc = None
     if not args.no_structure:
         st = dependence_structure(laws)
+    # the route of screen: certify what float64 sees positive, and what it cannot resolve where no
+    # named structure proves a kernel (a Gram proved singular is never certified positive)
+    if not args.no_certify and (res.positive or st is None or st.predicted_kernel == 0):
+        res = certify_result(laws, heads, res, max_bits=CERTIFY_MAX_BITS, progress=progress)
+    if st is not None:
         sub = (None if st.kernel_basis is None else
                subspace_residual(_features(laws, heads), st.kernel_basis, math.sqrt(res.lambda_max)))
         kc = KernelComparison.of(st, res, sub)
-    if res.certified_positive:
-        code = EXIT_OK
-    elif res.status == "singular" or (st is not None and st.predicted_kernel > 0 and not res.positive):
-        code = EXIT_NEGATIVE
-    else:
-        code = EXIT_INCONCLUSIVE
+    conclusion = _gram_conclusion(res, st, args.min_relative_lambda)
+    slow = slow_mode(laws, heads) if conclusion == "certified positive, below a useful rate" else None
+    code = _GRAM_EXIT.get(conclusion, EXIT_INCONCLUSIVE)
+    if args.certificate_out:
+        from ..certificate_files import gram_certificate_record, write_certificate
+
+        write_certificate(args.certificate_out, gram_certificate_record(res, laws, heads, path, verb="gram"))
     if args.json:
         d = structured(res.to_dict())
         d["init"] = heads_json(args, res.heads)  # "heads" stays the count H, as in screen's "gram"
         d["path"] = str(path)
         d["structure"] = None if st is None else st.to_dict()
         d["kernel"] = None if kc is None else kc.to_dict()
-        d["outcome"] = {"exit_code": code}
+        d["outcome"] = {"exit_code": code, "conclusion": conclusion, "min_relative_lambda": args.min_relative_lambda,
+                        "slow_mode": None if slow is None else slow.to_dict()}
+        d["certificate_out"] = args.certificate_out
         emit_json("gram", d)
         return code
-    print(fit(gram_lines(res, st, kc, label)))
+    lines = gram_lines(res, st, kc, label)
+    lines.append(f"  conclusion          {conclusion}" + (f" (relative {args.min_relative_lambda:g} required)"
+                                                          if "below" in conclusion else ""))
+    if slow is not None:
+        lines.append(f"  near-dependency     {slow.sentence()}")
+    if args.certificate_out:
+        lines.append(f"  certificates        written to {args.certificate_out} (python -m ntkcheck.verify FILE)")
+    print(fit(lines))
     return code

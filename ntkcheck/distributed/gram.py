@@ -55,6 +55,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._progress import progress_bar
+from .._records import restore
 from .._text import fit
 from .._validate import check_score_range
 from ..cgf import Empirical, as_laws
@@ -105,6 +106,11 @@ class DistributedGram:
     certificate: PositivityCertificate | None = None
     shift: float | None = None
     factorizations: int = 0
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DistributedGram:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "chunk_heads": self.chunk_heads, "head_blocks": self.head_blocks,

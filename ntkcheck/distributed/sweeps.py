@@ -49,6 +49,8 @@ import numpy as np
 
 from .._precision import PRECISION_LOCK
 from .._progress import progress_bar
+from .._records import restore
+from .._text import fit
 from ..cgf import Empirical, as_laws
 from ..errors import InputError
 from ..io.files import load_samples
@@ -102,6 +104,11 @@ class SweepRow:
         dependent (the full Gram is singular there whatever the scales), else the full one."""
         return self.lambda_min if self.complement_lambda_min is None else self.complement_lambda_min
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SweepRow:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
+
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
@@ -115,6 +122,11 @@ class SweepResult:
     mode: str
     seconds: float
     dist: str = "gaussian"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SweepResult:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d, rows=lambda rs: tuple(SweepRow.from_dict(r) for r in rs))
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "seconds": self.seconds, "dist": self.dist,
@@ -176,18 +188,19 @@ class SweepResult:
 
     def table(self) -> str:
         """The human-readable table printed by ``ntkcheck sweep``."""
-        out = [f"{'file':<22} {'H':>4} {'q_scale':>8} {'b_scale':>8} {'seed':>4} {'lambda_min':>11} {'relative':>9} "
-               f"{'certified':>9} {'cross-check':>11} {'lmin outside dep.':>17}"]
+        # 99 columns (issue 25: 112): long file names are cut, the last column is "outside dep."
+        out = [f"{'file':<18} {'H':>4} {'q_scale':>7} {'b_scale':>7} {'seed':>4} {'lambda_min':>10} {'relative':>8} "
+               f"{'certified':>9} {'cross-check':>11} {'outside dep.':>12}"]
         for r in self.rows:
             comp = "-" if r.complement_lambda_min is None else (
                 f"{r.complement_lambda_min:.3e}{'*' if r.complement_certified else ' '}")
-            out.append(f"{Path(r.file).name[:22]:<22} {r.heads:>4} {r.q_scale:>8.3g} {r.b_scale:>8.3g} {r.seed:>4} "
-                       f"{r.lambda_min:>11.3e} {r.relative_lambda_min:>9.2e} {'yes' if r.certified else 'no':>9} "
-                       f"{r.crosscheck:>11} {comp:>17}")
+            out.append(f"{Path(r.file).name[:18]:<18} {r.heads:>4} {r.q_scale:>7.3g} {r.b_scale:>7.3g} {r.seed:>4} "
+                       f"{r.lambda_min:>10.3e} {r.relative_lambda_min:>8.2e} {'yes' if r.certified else 'no':>9} "
+                       f"{r.crosscheck:>11} {comp:>12}")
         out.append("(* = positivity certified; otherwise seen in float64 only or below resolution)")
         out.extend(self.best_lines())
         out.append(f"{len(self.rows)} tasks, {self.mode}, {self.seconds:.2f} s")
-        return "\n".join(out)
+        return fit(out)
 
     def plot(self, path: str | Path) -> Path:
         """Heatmaps of ``log10`` of the median over seeds of :attr:`SweepRow.screened_lambda_min`

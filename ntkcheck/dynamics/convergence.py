@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from ..errors import DomainError
 from ._experiment import _default_params, _fit_slope, _from_weighted, _setup, _targets_from
 from .flow import FlowResult, flow_time, gradient_flow
@@ -91,6 +92,11 @@ class LocalConvergence:
                 f"rate_measured={self.rate_measured:.4g} (theorem {self.rate_theorem:.4g}, linearised {self.rate_linearised:.4g}), "
                 f"eq31_holds={self.eq31_holds}, displacement {self.displacement_max:.3g} <= bound {self.displacement_bound:.3g})")
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LocalConvergence:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d, flow=FlowResult.from_dict, certificate=_certificate)
+
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in (
             "loss_kind", "eps", "heads", "layers", "T", "per_layer", "lambda_0", "lambda_max_0", "loss_initial",
@@ -99,6 +105,12 @@ class LocalConvergence:
         out["flow"] = self.flow.to_dict()
         out["certificate"] = None if self.certificate is None else self.certificate.to_dict()
         return out
+
+
+def _certificate(c: Any) -> Any:
+    from .lipschitz import ConvergenceCertificate
+
+    return None if c is None else ConvergenceCertificate.from_dict(c)
 
 
 def local_convergence(

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from .._validate import as_samples
 from ._experiment import _fit_slope
 from .flow import gradient_flow
@@ -49,6 +50,11 @@ class DepthConvergence:
     def __repr__(self) -> str:
         return (f"DepthConvergence(L={list(self.layers)}, forward order {self.forward_order:.3f} "
                 f"(pairwise {[round(o, 3) for o in self.forward_orders_pairwise]}), trained order {self.trained_order:.3f})")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DepthConvergence:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}

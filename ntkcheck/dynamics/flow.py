@@ -42,6 +42,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._progress import progress_bar
+from .._records import restore
 from ..errors import DomainError, InputError
 from . import _attention, _integrate
 from ._integrate import FlowStatus
@@ -166,6 +167,11 @@ class FlowResult:
     def __repr__(self) -> str:
         return (f"FlowResult({self.method}, s_end={self.s[-1]:.4g}, loss {self.loss[0]:.3e} -> {self.loss[-1]:.3e}, "
                 f"displacement_max={max(self.displacement):.3g}, nfev={self.nfev}, {self.status.name.lower()})")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FlowResult:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, {**d, "final_params": None}, status=lambda v: FlowStatus[str(v).upper()])
 
     def to_dict(self) -> dict[str, Any]:
         return {"s": list(self.s), "loss": list(self.loss), "lambda_min": list(self.lambda_min),

@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from ..errors import DomainError, InputError
 
 __all__ = [
@@ -118,6 +119,11 @@ class LipschitzBound:
     def __repr__(self) -> str:
         return (f"LipschitzBound(L_K <= {self.L_K:.4g} on D <= {self.radius:.3g}; B1 = {self.jacobian_bound:.3g}, "
                 f"B2 = {self.hessian_bound:.3g}; H={self.heads}, L={self.layers}, T={self.T:g}, {self.loss})")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LipschitzBound:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -336,6 +342,11 @@ class ConvergenceCertificate:
 
     def __repr__(self) -> str:
         return f"ConvergenceCertificate({self.message}; L_K <= {self.L_K:.4g}, lambda_0 = {self.lambda_0:.4g})"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ConvergenceCertificate:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d, bound=lambda b: None if b is None else LipschitzBound.from_dict(b))
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "bound"}

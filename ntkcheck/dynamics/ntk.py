@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from . import _attention
 from .model import AttentionParams, LossKind, _Batch, _Cache, _check_loss, _forward, _prepare
 
@@ -49,6 +50,11 @@ class NTKSpectrum:
 
     def __repr__(self) -> str:
         return f"NTKSpectrum({self.loss}: lambda_min={self.lambda_min:.4g}, lambda_max={self.lambda_max:.4g}, size={len(self.eigenvalues)})"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> NTKSpectrum:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
 
     def to_dict(self) -> dict[str, Any]:
         return {"loss": self.loss, "lambda_min": self.lambda_min, "lambda_max": self.lambda_max, "eigenvalues": list(self.eigenvalues)}

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from ..cgf import as_laws
 from ..errors import DomainError, InputError
 from ._experiment import _from_weighted, _setup, _targets_from, _weighted_flat, overlap_example
@@ -60,6 +61,11 @@ class KernelPlateau:
     def __repr__(self) -> str:
         return (f"KernelPlateau(kernel_dim={self.kernel_dim}, lambda_plus={self.lambda_plus:.4g}: kernel loss x{self.kernel_loss_ratio:.4g}, "
                 f"range loss x{self.range_loss_ratio:.3g} over s={self.time_end:.3g}; linear rate would give x{self.predicted_ratio:.3g})")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KernelPlateau:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d, flow=FlowResult.from_dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in (

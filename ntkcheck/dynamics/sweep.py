@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._records import restore
 from ..errors import InputError
 from .convergence import local_convergence
 
@@ -48,6 +49,11 @@ class EpsSweep:
         rows = ", ".join(f"{e:.3g}:{r / self.lambda_0:.3g}" for e, r in zip(self.eps, self.rate_measured))
         return (f"EpsSweep(lambda_0={self.lambda_0:.4g}, rate/lambda_0 by eps {{{rows}}}, "
                 f"breakdown_eps={self.breakdown_eps:.3g}, linear_breakdown_eps={self.linear_breakdown_eps:.3g})")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EpsSweep:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from .._validate import as_exact_samples, exact_rows
 from ..cgf.core import _project_exact, normalize_weights, to_fraction
 from ..errors import InputError
@@ -75,6 +76,10 @@ class GapCondition:
             "direction": [qstr(v) for v in self.direction],
             "reason": self.reason,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GapCondition:
+        return restore(cls, d)
 
 
 def _gaps(projected: list[list[Fraction]], top: bool) -> list[Fraction | None]:
@@ -171,6 +176,10 @@ class VandermondeCondition:
             "reason": self.reason,
             "separation": self.separation,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> VandermondeCondition:
+        return restore(cls, d)
 
 
 def vandermonde_condition(measures: Sequence[Any], direction: Sequence[Any]) -> VandermondeCondition:

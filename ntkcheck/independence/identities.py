@@ -44,6 +44,7 @@ import sympy as sp
 
 from .._budget import UNLIMITED, Budget
 from .._precision import mp_dps
+from .._records import restore
 from ..cgf import (
     Empirical,
     EmpiricalConvolution,
@@ -114,6 +115,10 @@ class IdentityProof:
             "direction": None if self.direction is None else [qstr(v) for v in self.direction],
             "statement": self.statement,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> IdentityProof:
+        return restore(cls, d)
 
 
 def _integerise(c: Sequence[Fraction]) -> tuple[list[int], int]:

@@ -35,6 +35,7 @@ import scipy.linalg
 from flint import arb, arb_mat, fmpq, fmpq_mat, nmod_mat
 
 from .._precision import flint_prec
+from .._records import fraction_or_text, restore
 
 __all__ = [
     "PRIMES",
@@ -72,6 +73,10 @@ def _dirs_out(directions: Sequence[Sequence[Fraction]]) -> list[list[str]]:
 
 def _cols_out(columns: Sequence[Any]) -> list[Any]:
     return [list(c) if isinstance(c, tuple) else c for c in columns]
+
+
+def _cols_in(columns: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(tuple(c) if isinstance(c, list) else c for c in columns)
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,10 @@ class ExactMinor:
             "statement": f"the minor on orders {_cols_out(self.columns)} of the truncation 2..{self.K} has determinant "
             f"{self.det_mod_p} != 0 mod p={self.prime}, hence != 0 over Q",
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ExactMinor:
+        return restore(cls, d, columns=_cols_in, det=fraction_or_text)
 
 
 @dataclass(frozen=True)
@@ -174,6 +183,10 @@ class BallBound:
                 f"2..{self.K} has sigma_min >= 2^{self.sigma_min_lower_log2:.1f} > 0"
             ),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BallBound:
+        return restore(cls, d, columns=_cols_in)
 
 
 def _short(q: Fraction, digits: int = 60) -> str:

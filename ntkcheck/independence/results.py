@@ -15,8 +15,9 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
+from .._records import dispatch, fraction, fractions, restore
 from .identities import IdentityProof
-from .rank import qstr
+from .rank import BallBound, ExactMinor, qstr
 
 __all__ = [
     "decision_sentence",
@@ -30,6 +31,7 @@ __all__ = [
     "VerifiedNullVector",
     "TruncationNullSpace",
     "no_truth_value",
+    "certificate_from_dict",
 ]
 
 
@@ -79,10 +81,15 @@ class Structural:
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
+            "n": self.n,
             "direction": None if self.direction is None else [qstr(v) for v in self.direction],
             "statement": f"every CGF is a polynomial of degree <= 2, so along every direction w the {self.n} functions "
             "Lambda_i^w lie in span{t^2} modulo affine functions (dimension 1): dependent for every w",
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Structural:
+        return restore(cls, d)
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,10 @@ class StrongFromWeak:
             "statement": "sum_i c_i Lambda_i is affine on R^d, hence along every direction (Prop. 7 contrapositive)",
             "identity": self.weak.to_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StrongFromWeak:
+        return restore(cls, {**d, "weak": d["identity"]})
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,10 @@ class ViaStrong:
             "statement": "strongly independent at this direction, hence weakly independent (seed 003 Prop. 7)",
             "strong": self.strong.to_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ViaStrong:
+        return restore(cls, d, strong=certificate_from_dict)
 
 
 @dataclass(frozen=True)
@@ -156,6 +171,10 @@ class NullVectorEvidence:
             f"{self.residuals[1]:.1e} at {self.prec_bits[1]} bits for orders 2..{self.orders}; higher orders may differ",
         }
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> NullVectorEvidence:
+        return restore(cls, {**d, "orders": int(str(d["orders"]).rpartition("..")[2])})
+
 
 #: the former name (the evidence used to be reported as a dependence; it no longer is)
 VerifiedNullVector = NullVectorEvidence
@@ -188,6 +207,10 @@ class TruncationNullSpace:
             "statement": f"evidence, not proof: the truncation 2..{self.K} has {len(self.basis)} null vector(s) "
             "(shown), but no exact identity proves any combination affine; higher orders may differ",
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TruncationNullSpace:
+        return restore(cls, d)
 
 
 @dataclass(frozen=True)
@@ -233,6 +256,10 @@ class Inconclusive:
             "evidence": [e.to_dict() for e in self.evidence],
             "timed_out": self.timed_out,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Inconclusive:
+        return restore(cls, d, evidence=lambda v: tuple(certificate_from_dict(e) for e in v))
 
 
 @dataclass(frozen=True)
@@ -348,6 +375,12 @@ class Decision:
             "sentence": self.sentence,
         }
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Decision:
+        """The decision from its :meth:`to_dict` (a saved ``ntkcheck decide --json`` object too)."""
+        return restore(cls, d, certificate=certificate_from_dict, null_vector=fractions,
+                       affine=lambda a: None if a is None else (fractions(a["alpha"]), fraction(a["beta"])))
+
 
 def format_vector(v: Sequence[Any], head: int = 8) -> str:
     """``(v_1, ..., v_k)`` for humans: long vectors show their first entries and their length."""
@@ -364,3 +397,15 @@ def decision_sentence(dec: Any) -> str:
     if callable(s):
         s = s()
     return s if isinstance(s, str) else dec.verdict.sentence(dec.property)
+
+
+def certificate_from_dict(d: Any) -> Any:
+    """Any certificate or evidence of a :class:`Decision` from its ``to_dict()``, by its ``kind``."""
+    from .conditions import GapCondition, VandermondeCondition
+
+    table: dict[str, Any] = {c.kind: c.from_dict for c in (  # type: ignore[attr-defined]
+        Structural, StrongFromWeak, ViaStrong, NullVectorEvidence, TruncationNullSpace, Inconclusive,
+        ExactMinor, BallBound, GapCondition, VandermondeCondition)}
+    for kind in ("product-identity", "term-identity", "symbolic-identity"):
+        table[kind] = IdentityProof.from_dict
+    return dispatch(table)(d)

@@ -42,7 +42,7 @@ from .._validate import as_exact_samples
 from ..cgf import Empirical, as_laws
 from ..errors import InputError
 
-__all__ = ["load_samples", "load_laws", "bundled_path"]
+__all__ = ["load_samples", "load_laws", "bundled_path", "BUNDLED_DATA"]
 
 _FORMATS = ".npy, .npz, .safetensors, .pt or .csv"
 
@@ -50,6 +50,14 @@ _SAMPLE_KEY = re.compile(r"^sample_(\d+)$")
 
 _KINDS = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "O": "object", "V": "structured",
           "M": "datetime", "m": "timedelta"}
+
+
+#: What the dataset shipped with the package (``ntkcheck/data/screen_default.npz``) is.
+BUNDLED_DATA = (
+    "the bundled example (ntkcheck/data/screen_default.npz, d = 3): samples 0-3 are random Gaussian "
+    "token sets; samples 4-6 are a planted dependency, sample 6 = {0, u, v, u+v} is the law of X+Y "
+    "for X ~ sample 4 = {0, u} and Y ~ sample 5 = {0, v}, sharing the atom 0"
+)
 
 
 def bundled_path(name: str = "screen_default.npz") -> Path:

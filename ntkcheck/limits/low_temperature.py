@@ -1,8 +1,8 @@
 r"""Token concentration at low temperature: the ``low-temperature`` limit experiment.
 
-Abstract "... deep encoder-only transformers at inference time" ("Quantifying Concentration
-Phenomena of Mean-Field Transformers in the Low-Temperature Regime", arXiv:2605.10931):
-tokens moved by self-attention at inverse temperature :math:`\beta`,
+"Quantifying Concentration Phenomena of Mean-Field Transformers in the Low-Temperature Regime"
+(A. Alcalde, L. Bungert, K. Riedl, T. Roith, arXiv:2605.10931; its abstract, on deep encoder-only
+transformers at inference time): tokens moved by self-attention at inverse temperature :math:`\beta`,
 
 .. math::
 
@@ -76,7 +76,9 @@ __all__ = [
     "exit_time", "SIZES", "run",
 ]
 
-REFERENCE = 'abstract "... deep encoder-only transformers at inference time"'
+#: the paper's title, as the README, the claim and the figure give it (issue 25: two titles were in use)
+TITLE = "Quantifying Concentration Phenomena of Mean-Field Transformers in the Low-Temperature Regime"
+REFERENCE = f'"{TITLE}", arXiv:2605.10931 (abstract)'
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from ..errors import NtkcheckError
 
 __all__ = ["RateFit", "LimitExperiment", "fit_rate", "EXPERIMENTS", "run_experiment", "experiment_module"]
@@ -135,6 +136,11 @@ class RateFit:
                 f"[{self.ci[0]:+.3f}, {self.ci[1]:+.3f}] ({self.seeds} seeds, {axis}); "
                 f"theorem {self.theorem}: {th} -> {self.verdict}")
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RateFit:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d, errors=lambda e: np.asarray(e, dtype=float))
+
     def to_dict(self) -> dict[str, Any]:
         return {"variable": self.variable, "quantity": self.quantity, "xs": list(self.xs),
                 "errors": self.errors.tolist(), "scale": self.scale, "theorem": self.theorem,
@@ -163,12 +169,26 @@ class RateFit:
             ax.annotate(f"reference error {self.reference_error:.1g} (below the axis)", (0.02, 0.02),
                         xycoords="axes fraction", fontsize=7, color="0.4")
         if self.scale == "loglog":
-            ax.set_xscale("log")
+            _log_ticks(ax, xs)
         ax.set_yscale("log")
         ax.set_xlabel(self.variable)
         ax.set_ylabel(self.quantity)
         ax.set_title(f"{self.verdict}", fontsize=9)
-        ax.legend(fontsize=7)
+        # below the axes, never over the data (issue 25: legends covered the curves)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+
+
+def _log_ticks(ax: Any, xs: np.ndarray) -> None:
+    """A log x axis labelled at the sizes measured only (at most five, plain numbers, no minor
+    labels): matplotlib's minor labels ``3x10^2 4x10^2`` ran into each other (issue 25)."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    ax.set_xscale("log")
+    ticks = xs if xs.size <= 5 else xs[np.unique(np.linspace(0, xs.size - 1, 5).round().astype(int))]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(lambda v, _pos: f"{v:g}")
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 @functools.lru_cache(maxsize=64)
@@ -349,6 +369,11 @@ class LimitExperiment:
         out.append(f"  ({self.elapsed:.1f} s)")
         return out
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LimitExperiment:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d, fits=lambda fs: tuple(RateFit.from_dict(f) for f in fs))
+
     def to_dict(self) -> dict[str, Any]:
         return {"schema": "ntkcheck/experiment/1", "name": self.name, "reference": self.reference,
                 "setting": self.setting, "verdict": self.verdict, "fits": [f.to_dict() for f in self.fits],
@@ -362,7 +387,7 @@ class LimitExperiment:
 
         k = max(1, len(self.fits))
         if fig is None:
-            fig = plt.figure(figsize=(4.6 * k, 3.8))
+            fig = plt.figure(figsize=(4.6 * k, 5.2), layout="constrained")  # room for the legends below
         axes = fig.subplots(1, k, squeeze=False)[0]
         for ax, f in zip(axes, self.fits, strict=False):
             f.plot(ax)
@@ -374,7 +399,6 @@ class LimitExperiment:
             axes[0].text(0.0, 1.0, "\n".join(lines) or "no checks", va="top", fontsize=7, family="monospace",
                          transform=axes[0].transAxes)
         fig.suptitle(f"{self.name} ({self.reference}): {self.verdict}", fontsize=10)
-        fig.tight_layout()
         return fig
 
 

@@ -8,10 +8,12 @@ Private: the public names live in :mod:`ntkcheck.ntk.crosscheck`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from .gram_matrix import POSITIVE_REL, RESOLUTION_EIGH, GramResult
 from .structure import DependenceStructure
 
@@ -54,6 +56,11 @@ class KernelPrediction:
             "source": self.source,
             "shared": self.shared,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KernelPrediction:
+        return restore(cls, d, c=lambda v: tuple(float(x) if ("." in x or "e" in x) else Fraction(x) for x in v),
+                       nu=lambda v: tuple((tuple(e["atom"]), e["mass"]) for e in v))
 
 
 @dataclass(frozen=True)

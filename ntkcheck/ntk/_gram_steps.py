@@ -20,6 +20,7 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
+from .._records import restore
 from .._validate import check_score_range
 from ..cgf import Empirical
 from ..errors import InputError
@@ -53,6 +54,10 @@ class SampleSize:
 
     def to_dict(self) -> dict[str, int]:
         return {"tokens": self.tokens, "atoms": self.atoms, "max_multiplicity": self.max_multiplicity}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SampleSize:
+        return restore(cls, d)
 
 
 # ------------------------------------------------------------------------------ inputs

@@ -33,6 +33,7 @@ from flint import arb, arb_mat, fmpq
 
 from .._precision import flint_prec
 from .._progress import progress_bar
+from .._records import restore
 from ..cgf.empirical import Empirical, as_laws
 from ..errors import InputError, PrecisionError
 from . import _rounding as rnd
@@ -92,6 +93,8 @@ class GramCertificate:
     detail: str
     inputs_rounded: bool = False
     evidence: GramCertificate | None = None
+    #: ``float64-cholesky``: the ``t`` of the Cholesky of fl(G - tI) that proved the bound
+    shift: float | None = None
 
     @property
     def positive(self) -> bool:
@@ -110,7 +113,12 @@ class GramCertificate:
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "lower_bound": self.lower_bound, "bits": self.bits, "detail": self.detail,
                 "inputs_rounded": self.inputs_rounded,
-                "evidence": None if self.evidence is None else self.evidence.to_dict()}
+                "evidence": None if self.evidence is None else self.evidence.to_dict(),
+                "shift": self.shift}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GramCertificate:
+        return restore(cls, d)
 
     def __repr__(self) -> str:
         if self.positive:
@@ -316,7 +324,8 @@ class PositivityCertificate:
     proved; ``statement`` says what float64 saw and why it is not a proof).
     ``lambda_min_float`` is the float64 estimate of :math:`\lambda_{\min}` (Lanczos on the
     inverse through the Cholesky factor, an estimate from above), ``radius`` the proved bound on
-    :math:`\|G - \mathrm{fl}(G)\|_2` plus the Cholesky criterion's allowance, ``M`` the rows.
+    :math:`\|G - \mathrm{fl}(G)\|_2` plus the Cholesky criterion's allowance, ``M`` the rows,
+    ``shift`` the ``t`` whose Cholesky of :math:`\mathrm{fl}(G - tI)` proved the bound (a verifier redoes it).
     ``evidence``: when tokens or heads were given at values that are not doubles, the certificate
     proved for their nearest doubles that does not carry over to the values given
     (:mod:`ntkcheck.ntk._inputs`); ``inputs_rounded`` says the statement accounts for that rounding.
@@ -331,12 +340,17 @@ class PositivityCertificate:
     M: int
     inputs_rounded: bool = False
     evidence: PositivityCertificate | None = None
+    shift: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"positive": self.positive, "lower_bound": self.lower_bound, "method": self.method,
                 "statement": self.statement, "lambda_min_float": self.lambda_min_float,
                 "radius": self.radius, "M": self.M, "inputs_rounded": self.inputs_rounded,
-                "evidence": None if self.evidence is None else self.evidence.to_dict()}
+                "evidence": None if self.evidence is None else self.evidence.to_dict(), "shift": self.shift}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PositivityCertificate:
+        return restore(cls, d)
 
     def __repr__(self) -> str:
         if self.positive:
@@ -394,7 +408,7 @@ def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -
                     f"lambda_min >= {lb:.6g} in exact arithmetic: Cholesky of fl(G) - {t:.6g} I succeeded "
                     f"(Rump's criterion allows {s:.3g}), ||G - fl(G)||_2 <= {radius:.3g} (Weyl); "
                     f"{work.factorizations} Cholesky factorisations",
-                    lam, radius + s, M)
+                    lam, radius + s, M, shift=t)
     rad = err(lam)
     if fs:
         return _refused(M, f"float64 says positive (the Cholesky of fl(G) succeeds, lambda_min ~ {lam:.3g}), but "

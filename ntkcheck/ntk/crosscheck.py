@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from .._records import restore
 from ..cgf import Empirical, Family, as_laws
 from ..errors import InputError
 from ..independence.results import no_truth_value
@@ -262,6 +263,10 @@ class KernelComparison:
                 "next_relative": self.next_relative, "residual": self.residual, "status": self.status,
                 "sentence": self.sentence()}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KernelComparison:
+        return restore(cls, d)
+
 
 @dataclass(frozen=True)
 class CrosscheckResult:
@@ -322,6 +327,13 @@ class CrosscheckResult:
             "structure": None if self.structure is None else self.structure.to_dict(),
             "kernel": None if self.kernel is None else self.kernel.to_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CrosscheckResult:
+        """The cross-check from its :meth:`to_dict`."""
+        from ..independence.results import Decision
+
+        return restore(cls, d, weak=Decision.from_dict)
 
     def __repr__(self) -> str:
         g = "no Gram" if self.gram is None else f"Gram {self.gram.status} (relative lambda_min {self.gram.relative_lambda_min:.3g})"

@@ -59,6 +59,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._records import restore
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
 from ..independence.results import no_truth_value
@@ -266,6 +267,12 @@ class GramResult:
             "notes": list(self.notes),
         }
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GramResult:
+        """The result from its :meth:`to_dict` (a saved ``ntkcheck gram --json`` object too; the
+        matrix and kernel vectors, never written, come back as None)."""
+        return restore(cls, d)
+
     def __repr__(self) -> str:
         s = (f"GramResult({self.status}: lambda_min={self.lambda_min:.4g}, lambda_max={self.lambda_max:.4g}, "
              f"relative={self.relative_lambda_min:.3g}, M={self.atoms} atoms ({self.tokens} tokens), H={self.heads}, "
@@ -334,7 +341,8 @@ def gram_certificate(laws: Sequence[Empirical], heads: Heads, *, float64_positiv
     if float64_positive:
         pc = certify_positive(laws, heads, arb=False, progress=progress, chunk=chunk)
         if pc.positive:
-            return GramCertificate(pc.method, pc.lower_bound, 53, pc.statement, inputs_rounded=pc.inputs_rounded)
+            return GramCertificate(pc.method, pc.lower_bound, 53, pc.statement, inputs_rounded=pc.inputs_rounded,
+                                   shift=pc.shift)
         refused = f"{pc.statement}; "
         if pc.evidence is not None:
             seen = GramCertificate(pc.evidence.method, pc.evidence.lower_bound, 53, pc.evidence.statement)

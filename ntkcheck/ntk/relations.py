@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from ..cgf import as_laws
 from ._exact import _Laws
 
@@ -157,6 +158,10 @@ class Relation:
             "shift": None if self.shift is None else [float(v) for v in self.shift],
             "sentence": self.sentence,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Relation:
+        return restore(cls, d)
 
 
 def _unit(n: int, pairs: Sequence[tuple[int, int]]) -> tuple[Fraction, ...]:

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from flint import fmpq, fmpq_mat
 
+from .._records import restore
 from ..cgf import as_laws
 from ._exact import _Laws
 from .relations import Relation, _find, find_relations  # noqa: F401  (find_relations: doctests)
@@ -285,6 +286,11 @@ class DependenceStructure:
             "dirac_relations": self.dirac_relations,
             "sentences": self.lines(),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DependenceStructure:
+        """The structure from its :meth:`to_dict` (``kernel_basis`` and ``decisions``, never written, are empty)."""
+        return restore(cls, d)
 
 
 def _in_span(B: _Basis, c: Sequence[Fraction], n: int) -> bool:

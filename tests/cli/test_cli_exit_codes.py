@@ -92,8 +92,10 @@ def test_gram_reads_the_bundled_data_and_exits_by_its_certificate(capsys, positi
     assert main(["gram", "--json"]) == 1  # the bundled product triple: a named structure
     d = json.loads(capsys.readouterr().out)
     assert d["path"].endswith("screen_default.npz") and d["structure"]["predicted_kernel"] == 1
-    assert main(["gram", positive_file]) == 3
-    assert main(["gram", positive_file, "--certify"]) == 0
+    assert main(["gram", positive_file, "--no-certify"]) == 3
+    # issue 25: gram certifies by default, by screen's route, and exits as screen does
+    assert main(["gram", positive_file]) == main(["screen", positive_file]) == 0
+    assert main(["gram", positive_file, "--certify"]) == 0  # the default, kept for scripts
     assert "lambda_min >=" in capsys.readouterr().out
 
 

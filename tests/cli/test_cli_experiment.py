@@ -69,3 +69,19 @@ def test_argparse_refusals(capsys, argv):
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
+
+
+def test_the_low_temperature_paper_has_one_title():
+    """Issue 25: the README and the claim/figure gave the paper two different titles."""
+    from pathlib import Path
+
+    from ntkcheck.claims import CLAIMS
+    from ntkcheck.limits.low_temperature import REFERENCE, TITLE
+
+    root = Path(__file__).resolve().parents[2]
+    assert TITLE == "Quantifying Concentration Phenomena of Mean-Field Transformers in the Low-Temperature Regime"
+    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    assert f'"{TITLE}", arXiv:2605.10931' in readme and TITLE in REFERENCE
+    assert TITLE in CLAIMS["abstracts.low_temperature"].reference
+    assert TITLE in (root / "theory" / "limits-low-temperature.md").read_text(encoding="utf-8").splitlines()[0]
+    assert "deep encoder-only transformers at inference time\"" not in readme

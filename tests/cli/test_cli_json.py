@@ -25,7 +25,8 @@ def _run(capsys, argv):
     return code, d
 
 
-@pytest.mark.parametrize("verb", ["decide", "screen", "gram", "flow", "claims", "tokens", "sweep", "experiment"])
+@pytest.mark.parametrize("verb", ["decide", "screen", "gram", "certify", "flow", "claims", "tokens", "sweep",
+                                  "experiment"])
 def test_schemas_are_valid_and_shipped(verb):
     schema = load_schema(verb)
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -115,3 +116,19 @@ def test_tokens_json(capsys, tmp_path):
 def test_sweep_json(capsys):
     code, d = _run(capsys, ["sweep", "--serial", "--q-scales", "1", "--b-scales", "1", "--no-certify", "--json"])
     assert code == 0 and len(d["rows"]) == 1 and d["mode"] == "serial"
+
+
+def test_experiment_list_json(capsys):
+    """Issue 25: ``experiment --list --json`` printed text."""
+    code, d = _run(capsys, ["experiment", "--list", "--json"])
+    from ntkcheck.limits.rates import EXPERIMENTS
+
+    assert code == 0 and [e["name"] for e in d["experiments"]] == list(EXPERIMENTS)
+    assert all(e["sizes"] and e["theory"].startswith("theory/limits-") for e in d["experiments"])
+
+
+def test_certify_json(capsys, tmp_path):
+    f = tmp_path / "k.npy"
+    np.save(f, np.eye(3) * 2.0)
+    code, d = _run(capsys, ["certify", str(f), "--json"])
+    assert code == 0 and d["status"] == "certified positive" and 0 < d["lower_bound"] <= 2.0

@@ -80,7 +80,7 @@ def test_q_scale_is_described_alike():
     assert all(h.startswith("scale of the Q entries: the standard deviation") for h in helps.values()), helps
 
 
-@pytest.mark.parametrize("verb", ["decide", "screen", "gram", "flow", "claims", "tokens", "experiment"])
+@pytest.mark.parametrize("verb", ["decide", "screen", "gram", "certify", "flow", "claims", "tokens", "experiment"])
 def test_help_states_the_exit_statuses(verb, capsys):
     with pytest.raises(SystemExit):
         main([verb, "--help"])

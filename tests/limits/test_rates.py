@@ -216,3 +216,28 @@ def test_unknown_experiment_and_size():
         run_experiment("no-such")
     with pytest.raises(NtkcheckError, match="unknown size"):
         run_experiment(next(iter(EXPERIMENTS)), size="enormous")
+
+
+def test_the_figure_keeps_legends_off_the_data_and_tick_labels_apart():
+    """Issue 25: the low-temperature figure's legends covered the curves and its x tick labels
+    (matplotlib's minor labels ``3x10^2 4x10^2``) ran into each other. Drawn on the Agg canvas:
+    every legend lies below its panel, and the visible x tick labels of a panel do not overlap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    th = dict(variable="beta", quantity="W2", theorem="sqrt(log(beta+1)/beta)",
+              theorem_rate=lambda x: np.sqrt(np.log(x + 1) / x))
+    xs = [100.0, 200.0, 300.0, 400.0]
+    fits = tuple(fit_rate(xs, _errors(-0.6, 0.05, xs=xs, seed=k), **th) for k in range(4))
+    fig = LimitExperiment("low-temperature", "a long reference " * 6, "s", fits).plot()
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        box, leg = ax.get_window_extent(r), ax.get_legend().get_window_extent(r)
+        assert leg.y1 <= box.y0, "a legend overlaps its panel"
+        labels = [t.get_window_extent(r) for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+        assert labels, "no x tick labels"
+        assert all(a.x1 <= b.x0 for a, b in zip(sorted(labels, key=lambda b: b.x0), sorted(labels, key=lambda b: b.x0)[1:]))
+    plt.close(fig)

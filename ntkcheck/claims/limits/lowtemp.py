@@ -1,7 +1,8 @@
 """Claim of the limit-theorem experiment ``low-temperature`` (:mod:`ntkcheck.limits.rates`).
 
-Abstract "... deep encoder-only transformers at inference time" ("Quantifying Concentration
-Phenomena of Mean-Field Transformers in the Low-Temperature Regime", arXiv:2605.10931): the
+"Quantifying Concentration Phenomena of Mean-Field Transformers in the Low-Temperature Regime"
+(A. Alcalde, L. Bungert, K. Riedl, T. Roith, arXiv:2605.10931; its abstract, on deep encoder-only
+transformers at inference time): the
 token distribution concentrates onto the push-forward of the initial law under a projection
 induced by K, Q, V, with W2 ~ sqrt(log(beta+1)/beta) e^(Ct) + e^(-ct), metastable for times
 of order log(beta), then a terminal phase set by the spectrum of V. An instance is one run of
@@ -16,6 +17,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from ...limits.low_temperature import TITLE
 from .._core import Check, Claim, Instance
 from ._common import limit_check
 
@@ -48,7 +50,7 @@ CLAIMS_LOWTEMP: list[Claim] = [
     Claim(
         id="abstracts.low_temperature",
         seed="abstracts",
-        place='"... deep encoder-only transformers at inference time" (abstract)',
+        place=f'"{TITLE}" (abstract)',
         statement="Tokens under self-attention at inverse temperature beta (co-moving frame) concentrate on "
                   "P#mu_0, P the projection induced by K, Q, V: W2(mu_t^beta, P#mu_0) at a time in the window "
                   "decays in beta at least like sqrt(log(beta+1)/beta), decays like e^(-ct) at first, leaves "
