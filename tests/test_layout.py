@@ -19,7 +19,7 @@ PKG = Path(__file__).resolve().parents[1] / "ntkcheck"
 #: component -> layer (lowest first). A component is a top-level module or subpackage.
 LAYERS: dict[str, int] = {
     "errors": 0, "_budget": 0, "_progress": 0, "_text": 0,
-    "_validate": 1,
+    "_validate": 1, "_memory": 1,
     "cgf": 2,
     "independence": 3,
     "ntk": 4,

@@ -22,6 +22,7 @@ from ._args import (
     emit_json,
     exit_epilog,
     progress_enabled,
+    seed_int,
 )
 
 
@@ -35,7 +36,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--examples", type=int, default=20, metavar="N",
                    help="hypothesis budget per claim (divided by the claim's cost; default 20)")
-    p.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0, help="hypothesis seed (default 0)")
     p.add_argument("--only", action="append", metavar="ID",
                    help="run only this claim id (repeatable; a trailing '*' matches a prefix)")
     p.add_argument("--list", action="store_true", help="list the claims and their statements, run nothing")

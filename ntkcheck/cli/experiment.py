@@ -21,6 +21,7 @@ from ._args import (
     progress_enabled,
     seed_int,
 )
+from ._paths import plot_path
 
 
 def _seeds(x: str) -> int:
@@ -52,7 +53,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seeds", type=_seeds, default=5, help="independent repetitions for the confidence intervals "
                    "(default 5, at least 2)")
     p.add_argument("--seed", type=seed_int, default=0, help="first seed (default 0)")
-    p.add_argument("--plot", metavar="FILE.png", default=None, help="write the figure (one log-scale panel per rate)")
+    p.add_argument("--plot", metavar="FILE.png", type=plot_path, default=None,
+                   help="write the figure (one log-scale panel per rate; .png is added to a name without suffix)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_progress_options(p, "per experiment step")
     p.set_defaults(func=run)

@@ -84,7 +84,8 @@ def _certify(run: _Run, dirs: list[tuple[Fraction, ...]], K: int) -> tuple[str, 
             if run.margin is None:
                 _screen(run, rows, S)
             # at the top precision the rigorous inverse is always tried (the precheck only saves time)
-            cert, est = C.ball_attempt(rows, labels, bits, directions=dirs, K=K, scaled=S, precheck=bits < top)
+            cert, est = C.ball_attempt(rows, labels, bits, directions=dirs, K=K, scaled=S, precheck=bits < top,
+                                       budget=run.budget)
             if cert is not None:
                 return run.method, f"{bits} bits", cert
             run.trail.append(f"{label}: Arb at {bits} bits not certified")

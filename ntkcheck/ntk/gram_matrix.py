@@ -62,6 +62,7 @@ import numpy as np
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
 from ..independence.results import no_truth_value
+from . import _sizes
 from ._gram_steps import (
     SampleSize,
     _drawn_or_checked_heads,
@@ -360,6 +361,8 @@ def _gram_inputs(samples: Any, heads: Any, *, q_scale: float, b_scale: float,
     chunk = _as_chunk(chunk)
     sizes = tuple(SampleSize.of(law) for law in laws)
     M = _atom_count(laws)
+    _sizes.check_gram_range(laws)
+    _sizes.require_gram(M, heads.count, heads.dim)
     if keep_matrix and M > MAX_EIGENVALUES:
         raise InputError(f"keep_matrix: the Gram is kept only up to {MAX_EIGENVALUES} distinct atoms, got M = {M}")
     return _GramInputs(laws, heads, chunk, progress, sizes, M, full_spectrum=M <= MAX_EIGENVALUES)
