@@ -53,6 +53,7 @@ from ._text import WIDTH, exact_vector, fit, vector_summary
 from .cgf import Empirical, as_laws
 from .errors import InputError
 from .independence.results import decision_sentence, no_truth_value
+from .io._preflight import check_numpy_file
 from .ntk.crosscheck import CrosscheckResult, crosscheck
 from .ntk.features import Heads, _atom_count, init_heads
 from .ntk.gram_matrix import GramResult, certify_result, gram
@@ -94,7 +95,8 @@ def load_heads(path: str | Path) -> Heads:
     """Heads from an ``.npz`` file with arrays ``Q`` of shape ``(H, d, d)`` and ``b`` of shape ``(H, d)``."""
     p = Path(path)
     if not p.is_file():
-        raise InputError(f"{p}: no such heads file")
+        raise InputError(f"{p}: no such heads file" if not p.exists() else f"{p}: not a regular file")
+    check_numpy_file(p, "the heads file")  # a corrupt zip or a header claiming terabytes: refused unread
     try:
         with np.load(p, allow_pickle=False) as z:
             if not hasattr(z, "keys"):
@@ -530,6 +532,10 @@ def plot_report(report: ScreenReport, samples: Any, path: str | Path | None = No
 
     laws = as_laws(samples)
     d = laws[0].dim
+    got, want = [(law.dim, law.n_atoms) for law in laws], [(len(s.mean), s.distinct) for s in report.samples]
+    if got != want:  # the report's verdicts are drawn on the samples: they must be the screened ones
+        raise InputError(f"samples: {len(laws)} samples in dimension {d} are not the {len(want)} samples (dimension "
+                         f"{want[0][0]}) that the report screened; pass the samples given to screen()")
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.4))
     g = report.gram
     if g.eigenvalues is not None:

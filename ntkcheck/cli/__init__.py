@@ -14,14 +14,14 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from ._boundary import run_guarded
+from ._boundary import OneLineParser, run_guarded
 
 #: subcommand modules, in the order they appear in ``ntkcheck --help``
 _COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "flow", "tokens", "sweep", "experiment")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="ntkcheck",
         description="Certified checks of NTK injectivity for softmax attention (seed 003 Prop. 8).",
         epilog="exit status (every command): 0 certified positive / independent / every claim holds; "

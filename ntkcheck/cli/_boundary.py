@@ -17,16 +17,17 @@ warning filters of the caller (a test run that turns warnings into errors includ
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import NtkcheckError
 from ._args import EXIT_BAD_INPUT
 
-__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "plain_warnings", "run_guarded", "REPORT_URL"]
+__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "OneLineParser", "plain_warnings", "run_guarded", "REPORT_URL"]
 
 #: an unexpected error inside ntkcheck (a bug: the one-line message asks for a report)
 EXIT_INTERNAL = 4
@@ -35,6 +36,17 @@ EXIT_INTERRUPTED = 130
 
 #: where to report an internal error
 REPORT_URL = "the ntkcheck issue tracker"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (the usage is in ``--help``), exit status 2.
+
+    Subparsers made by ``add_subparsers`` are of the same class, so every subcommand's errors
+    read ``ntkcheck VERB: error: argument --seed: expected ... (see ntkcheck VERB --help)``.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
 
 
 def _one_line(text: str, limit: int = 400) -> str:

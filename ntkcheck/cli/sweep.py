@@ -21,6 +21,11 @@ from ..io.files import bundled_path
 from ._args import nonnegative_float, positive_int, seed_int
 from ._paths import plot_path
 
+#: memory of one LocalCluster worker process (Python, numpy, scipy, python-flint, dask, ntkcheck) and
+#: of one screening of the bundled example in one of its threads, rounded up from what was measured
+WORKER_BYTES = 256 << 20
+THREAD_BYTES = 64 << 20
+
 
 def _list(kind: Any, what: str) -> Any:
     def parse(x: str) -> list[Any]:
@@ -85,6 +90,12 @@ def run(args: argparse.Namespace) -> int:
 
     paths = args.paths or [str(bundled_path("screen_default.npz"))]
     _one_gram_options(args)
+    if not args.serial and args.scheduler is None:  # a LocalCluster: one Python process per worker
+        from .._memory import require_memory
+
+        require_memory(args.workers * (WORKER_BYTES + args.threads * THREAD_BYTES),
+                       f"a LocalCluster of {args.workers} worker processes of {args.threads} thread(s)",
+                       "--workers or --threads (or use --serial)")
     if args.one_gram:
         return _one_gram(args, paths)
     res = sweep(paths, q_scales=args.q_scales, b_scales=args.b_scales,

@@ -140,6 +140,8 @@ def local_convergence(
     """
     if not (np.isfinite(eps) and eps > 0):
         raise DomainError(f"eps must be finite and > 0, got {eps!r}")
+    if eps > 1e150:
+        raise DomainError(f"eps = {eps:g}: the initial loss eps^2 / 2 overflows float64; take eps below 1e150")
     if params is None:
         params = _default_params(samples, heads, layers, per_layer, q_scale, b_scale, seed)
     st = _setup(samples, params, layers, T, loss)

@@ -179,6 +179,8 @@ def _read(p: Path) -> Any:
         raise InputError(f"{p}: no such file")
     if p.is_dir():
         raise InputError(f"{p}: is a directory, expected a token file ({_FORMATS})")
+    if not p.is_file():  # a FIFO or a device would block or never end
+        raise InputError(f"{p}: not a regular file, expected a token file ({_FORMATS})")
     suffix = p.suffix.lower()
     check_numpy_file(p)  # headers and zip sizes first: corrupt or too large files are refused unread
     if suffix == ".safetensors":
