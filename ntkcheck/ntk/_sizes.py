@@ -23,7 +23,8 @@ from .._memory import require_memory
 from ..cgf import Empirical
 from ..errors import InputError
 
-__all__ = ["heads_bytes", "gram_bytes", "require_heads", "require_gram", "check_gram_range", "GRAM_LIMIT"]
+__all__ = ["heads_bytes", "gram_bytes", "require_heads", "require_gram", "require_drawn_gram", "check_gram_range",
+           "GRAM_LIMIT"]
 
 #: largest Gram entry bound accepted (room below float64's 1.8e308 for the sums of a matmul)
 GRAM_LIMIT = 1e300
@@ -56,11 +57,22 @@ def require_gram(M: int, H: int, d: int) -> None:
                    "the number of heads (--heads) or of samples")
 
 
+def require_drawn_gram(laws: Sequence[Empirical], heads: object) -> None:
+    """Before ``heads`` (a count) are drawn for ``laws``: refuse when the heads and the Gram together
+    would not fit (a count that is not a positive integer is left to the validation)."""
+    if isinstance(heads, bool) or not isinstance(heads, (int, np.integer)) or heads < 1:
+        return
+    M, d = sum(law.n_atoms for law in laws), laws[0].dim
+    require_memory(heads_bytes(heads, d) + gram_bytes(M, heads, d),
+                   f"{heads} heads in d = {d} and the NTK Gram of M = {M} distinct atoms",
+                   "the number of heads (--heads) or of samples")
+
+
 def check_gram_range(laws: Sequence[Empirical]) -> None:
     """Refuse tokens whose Gram entries (bounded by ``R^2``) could overflow float64."""
     with np.errstate(over="ignore", invalid="ignore"):
         R = max(float(np.max(np.abs(law.atoms))) for law in laws) * math.sqrt(laws[0].dim)
         bound = R * R
     if not bound <= GRAM_LIMIT:
-        raise InputError(f"token norms up to {R:.1e}: the NTK Gram's entries (up to R^2) would overflow float64; "
+        raise InputError(f"token norms up to {R:.1e}: the NTK Gram's entries (up to R^2) are beyond float64; "
                          f"rescale the tokens below norm {math.sqrt(GRAM_LIMIT):.0e}")

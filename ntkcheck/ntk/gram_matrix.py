@@ -355,6 +355,7 @@ def _gram_inputs(samples: Any, heads: Any, *, q_scale: float, b_scale: float,
     from the init law when counted), ``method``, ``chunk``, then the ``keep_matrix`` size limit,
     in that order, so that the first bad argument is the one reported."""
     laws = as_laws(samples)
+    _sizes.require_drawn_gram(laws, heads)  # a count of heads: heads and Gram estimated before drawing
     heads = _drawn_or_checked_heads(heads, laws[0].dim, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)
     if method not in ("auto", "svd", "eigh"):
         raise InputError(f"method: expected 'auto', 'svd' or 'eigh', got {method!r}")

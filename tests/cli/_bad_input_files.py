@@ -84,6 +84,8 @@ def token_files(root: Path) -> None:
     np.save(root / "tokens.txt", np.ones((2, 2, 2)))  # a .npy under a .txt name
     (root / "no_suffix").write_bytes((root / "good.npy").read_bytes())
     (root / "dir.npz").mkdir()
+    (root / "corrupt.safetensors").write_bytes(b"\xff" * 8 + b"{not json")
+    (root / "tokens.pt").write_bytes(b"PK\x03\x04 not a torch file")
     os.mkfifo(root / "fifo.npy")
     _csv(root / "good.csv", "sample,token,x0,x1\n0,0,0.5,1\n0,1,1,0\n1,0,2,1\n1,1,0,3\n")
     _csv(root / "bad_header.csv", "id,a,b\n0,1,2\n")
