@@ -31,6 +31,7 @@ from ._args import (
     positive_int,
     seed_int,
 )
+from ._flow_budget import integration_budget
 from ._paths import plot_path
 
 #: default wall-clock budget of one ``ntkcheck flow`` run (seconds)
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
             per_layer=args.per_layer, q_scale=args.q_scale, b_scale=args.b_scale, seed=args.seed, time_end=args.time,
             n_records=args.records, rtol=args.rtol, atol=args.atol, step=args.step,
             progress=args.progress, method=args.method, track_ntk=max(args.ntk_records, 1),
-            time_budget=_remaining(args, start), loss_target=args.target_loss,
+            time_budget=integration_budget(args, samples, start), loss_target=args.target_loss,
         )
     _notes(caught, args)
     singular = res.lambda_0 < SINGULAR_REL * res.lambda_max_0
@@ -262,11 +263,6 @@ def _stopped(flow: Any) -> str:
     return ""
 
 
-def _remaining(args: argparse.Namespace, start: float) -> float:
-    """What is left of ``--max-seconds`` (never below a tenth of it: the setup is not the run)."""
-    return max(args.max_seconds - (time.perf_counter() - start), 0.1 * args.max_seconds)
-
-
 def _notes(caught: list[Any], args: argparse.Namespace) -> None:
     """Warnings of the run as one line each on stderr (not Python's file:line format)."""
     for w in caught:
@@ -290,7 +286,7 @@ def _run_plateau(args: argparse.Namespace, start: float) -> int:
     res = kernel_plateau(samples=samples, heads=args.heads, layers=args.layers, T=args.depth_T, eps=args.eps,
                          mix=args.mix, q_scale=args.q_scale, b_scale=args.b_scale, seed=args.seed, time_end=args.time,
                          n_records=args.records, rtol=args.rtol, atol=args.atol,
-                         progress=args.progress, time_budget=_remaining(args, start))
+                         progress=args.progress, time_budget=integration_budget(args, samples, start))
     if args.plot:
         _plot_plateau(res, args.plot)
     if args.json:

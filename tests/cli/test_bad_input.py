@@ -233,6 +233,11 @@ OPTION_CASES = [
     cli("flow-layers-1e9", "flow", "--layers", "1000000000", memory=True),
     cli("flow-layers-1e6", "flow", "--layers", "1000000", memory=True),
     cli("flow-records-1e9", "flow", "--records", "1000000000", memory=True),
+    # --max-seconds is the command's budget: 3000 layers take ~1 s a forward pass, 5 s cannot hold a run
+    cli("flow-layers-3000-max-seconds-5", "flow", "--layers", "3000", "--max-seconds", "5", "--ntk-records", "0",
+        expect=frozenset({0, 2}), budget=5),
+    cli("flow-plateau-layers-2000-max-seconds-6", "flow", "--experiment", "plateau", "--layers", "2000",
+        "--max-seconds", "6", expect=frozenset({0, 2}), budget=6),
     cli("flow-per-layer-1e7", "flow", "--layers", "10000000", "--per-layer", memory=True),
     cli("decide-laplace-dim-1e5", "decide", "--family", "laplace", "--scales", "1,2", "--dim", "100000", memory=True),
     cli("decide-laplace-dim-1e4", "decide", "--family", "laplace", "--scales", "1,2", "--dim", "10000", memory=True),
