@@ -48,6 +48,8 @@ DOCUMENTED = frozenset({0, 1, 2, 3})
 CHILD_ADDRESS_SPACE = 4 << 30
 #: what the child's estimates may use (NTKCHECK_MEMORY_LIMIT)
 CHILD_MEMORY_LIMIT = "1G"
+#: how the refusals by an estimate read (memory; a header larger than its file; the time of a run)
+ESTIMATES = ("would need about", "the header claims", "needs at least about")
 #: seconds a refusal may take (imports of optional packages included)
 REFUSAL_BUDGET = 10.0
 
@@ -233,6 +235,7 @@ OPTION_CASES = [
     cli("flow-layers-1e9", "flow", "--layers", "1000000000", memory=True),
     cli("flow-layers-1e6", "flow", "--layers", "1000000", memory=True),
     cli("flow-records-1e9", "flow", "--records", "1000000000", memory=True),
+    cli("flow-records-1e9-long-budget", "flow", "--records", "1000000000", "--max-seconds", "1e9", memory=True),
     # --max-seconds is the command's budget: 3000 layers take ~1 s a forward pass, 5 s cannot hold a run
     cli("flow-layers-3000-max-seconds-5", "flow", "--layers", "3000", "--max-seconds", "5", "--ntk-records", "0",
         expect=frozenset({0, 2}), budget=5),
@@ -522,8 +525,8 @@ def test_bad_input(case, outcomes):
     if r["code"] == 2:
         errors = [ln for ln in lines if ": error: " in ln]
         assert len(errors) == 1, lines
-    if case.memory and r["code"] == 2:  # an estimate, or a header that claims more than the file holds
-        assert "would need about" in err or "the header claims" in err, f"refused, but not by an estimate: {err}"
+    if case.memory and r["code"] == 2:  # an estimate (memory or time), or a header claiming more than the file
+        assert any(s in err for s in ESTIMATES), f"refused, but not by an estimate: {err}"
 
 
 if __name__ == "__main__":  # pragma: no cover - the child process of the suite
