@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 from ..errors import NtkcheckError
 from ._args import EXIT_BAD_INPUT
 
-__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "OneLineParser", "plain_warnings", "run_guarded", "REPORT_URL"]
+__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "OneLineParser", "plain_warnings", "run_guarded", "REPORT_TO"]
 
 #: an unexpected error inside ntkcheck (a bug: the one-line message asks for a report)
 EXIT_INTERNAL = 4
@@ -35,7 +35,7 @@ EXIT_INTERNAL = 4
 EXIT_INTERRUPTED = 130
 
 #: where to report an internal error
-REPORT_URL = "the ntkcheck issue tracker"
+REPORT_TO = "the ntkcheck issue tracker"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -84,7 +84,7 @@ def run_guarded(verb: str, func: Callable[[], Any]) -> int:
     except Exception as exc:  # noqa: BLE001 (the safety net: one line instead of a traceback)
         where = _origin(exc)
         print(f"ntkcheck {verb}: internal error: {type(exc).__name__}: {_one_line(str(exc))}{where}; "
-              f"this is a bug in ntkcheck, please report it with the command line to {REPORT_URL}",
+              f"this is a bug in ntkcheck, please report it with the command line to {REPORT_TO}",
               file=sys.stderr)
         return EXIT_INTERNAL
 
