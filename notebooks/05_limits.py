@@ -256,6 +256,7 @@ for i, n in enumerate([*Ns, "inf"]):
     axes[0].loglog(Hs, gm[i, :-1], "o-", label=f"N = {n}")
 axes[0].set_xlabel("heads H")
 axes[0].set_ylabel("E (mean token - limit)^2")
+axes[0].set_title("error surface over (N, H)")
 axes[0].legend(fontsize=6)
 for k, (name, sample) in enumerate(joint.data["samples"].items()):
     z = np.asarray(sample) / np.std(sample)
@@ -264,6 +265,8 @@ for k, (name, sample) in enumerate(joint.data["samples"].items()):
 t = np.linspace(-4, 4, 200)
 axes[1].plot(t, np.exp(-t * t / 2) / np.sqrt(2 * np.pi), "k:", label="N(0, 1)")
 axes[1].set_xlabel("standardised fluctuation")
+axes[1].set_ylabel("density")
+axes[1].set_title("scaled fluctuations vs N(0, 1)")
 axes[1].legend(fontsize=7)
 fig.tight_layout()
 save(fig, "05_joint-fluctuations_surface.png")

@@ -17,7 +17,7 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
     ntk                      heads, features, Gram on distinct atoms, structures, cross-check
     independence             decision, certified rank, identities, sufficient conditions
     cgf                      CGFs, the empirical law (one sample type), closed-form families
-    _validate                validation where data enter
+    _validate, _memory       validation where data enter; memory estimates before allocation
     errors, _budget, _text   exceptions; time budget; report text helpers
     _precision               the one lock around mpmath / python-flint working precision
 """

@@ -56,6 +56,7 @@ from .errors import InputError
 from .independence.results import Decision, no_truth_value
 from .io.files import BUNDLED_DATA, bundled_path, load_samples
 from .io.heads import load_heads as load_heads  # re-exported: its historic home
+from .ntk._sizes import require_drawn_gram
 from .ntk.crosscheck import CrosscheckResult, crosscheck
 from .ntk.features import Heads, _atom_count, init_heads
 from .ntk.gram_matrix import GramResult, certify_result, gram
@@ -458,6 +459,7 @@ def screen(
         H = default_head_count(M, d) if heads is None else heads
         if not isinstance(H, (int, np.integer)) or H < 1:
             raise InputError(f"heads: expected a positive integer, Heads or None, got {heads!r}")
+        require_drawn_gram(laws, H)  # the heads and the Gram, before the heads are drawn
         hs = init_heads(int(H), d, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)  # type: ignore[arg-type]
         spec = f"{dist}, q_scale {q_scale:g}, b_scale {b_scale:g}, seed {seed}"
     weak = decide(laws, property="weak")
@@ -527,6 +529,9 @@ def plot_report(report: ScreenReport, samples: Any, path: str | Path | None = No
 
     laws = as_laws(samples)
     d = laws[0].dim
+    got, want = [(law.dim, law.n_atoms) for law in laws], [(len(s.mean), s.distinct) for s in report.samples]
+    if got != want:  # the report's verdicts are drawn on the samples: they must be the screened ones
+        raise InputError(f"samples: {len(laws)} in d = {d} are not the {len(want)} screened ones; pass those given to screen()")
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.4))
     g = report.gram
     if g.eigenvalues is not None:

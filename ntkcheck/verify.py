@@ -10,18 +10,7 @@ Exit status: 0 every claim re-proved; 1 a claim or its recorded proof fails, or 
 match their recorded digest (a tampered file); 3 a claim could not be re-checked here (too large,
 a sympy identity, nothing certified), none refuted; 2 the file is unreadable.
 
-* CGF independence (seed 003 Def. 6, Prop. 7, 9): exact Taylor coefficients
-  :math:`[t^k]\log E e^{t\langle w, Y_i\rangle}` on the minor's columns, non-singular modulo a
-  prime or over Q (full row rank: no :math:`\sum_i c_i\Lambda_i` affine); the gap condition
-  from the exact projected atoms.
-* CGF dependence: :math:`\prod_{k_i>0} P_i^{k_i} = e^{\langle L\alpha, a\rangle}\prod_{k_i<0} P_i^{-k_i}`
-  expanded exactly (``c = k/L``), or the closed-form terms summed to zero.
-* :math:`\lambda_{\min} \ge \ell` of a Gram (``F`` enclosed in Arb from the exact inputs) or of a
-  matrix ball: the float64 Cholesky of :math:`\mathrm{fl}(C - tI)` at the recorded shift with Rump's
-  criterion and Weyl's inequality, else a ball :math:`LDL^T` of :math:`G - \ell I` at higher precision.
-* Gram singularity: the identity and :math:`\nu \ne 0` on atoms shared by every sample with
-  :math:`c_i \ne 0` (:math:`\nu(\mathbb R^d) = 0` if :math:`\alpha \ne 0`): seed 003 Prop. 8's kernel vector.
-* A matrix: singular by its exact rank; indefinite by :math:`x^T A x + e\|x\|_1^2 < 0`, exactly.
+How each claim is re-proved: theory/certificates.md, "Re-checkable certificates".
 
 References: S. M. Rump, "Verification of positive definiteness", BIT 46 (2006) 433-452;
 N. J. Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., Thm. 10.3.
@@ -29,10 +18,12 @@ N. J. Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., Thm. 10
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sys
 import textwrap
+import threading
 from collections.abc import Sequence
 from fractions import Fraction
 from math import factorial, lcm
@@ -54,6 +45,18 @@ MAX_ARB_OPS = 50_000_000
 MAX_TERMS = 200_000
 PRIMES = (4611686018427387847, 4611686018427387817, 4611686018427387787)
 _SAFE = 1.0 + 1e-10
+
+#: FLINT's precision is process-global: held with the package's lock when it is loaded here
+_OWN_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def _workprec(bits: int) -> Any:
+    """One FLINT precision region under ``ntkcheck._precision.PRECISION_LOCK`` when the package is
+    loaded in this process (looked up in ``sys.modules``, never imported), else this module's lock."""
+    pkg = sys.modules.get("ntkcheck._precision")
+    with (_OWN_LOCK if pkg is None else pkg.PRECISION_LOCK), ctx.workprec(bits):
+        yield
 
 
 class Refuted(Exception):
@@ -467,7 +470,7 @@ def _lower_bound(ball: Any, want: float, shifts: Sequence[Any], high: Any) -> st
     if n > MAX_BALL_ROWS:
         raise Unchecked(f"below float64 resolution and {n} > {MAX_BALL_ROWS} rows for the ball LDL^T route")
     for bits in (128, 256, 512, 1024):
-        with ctx.workprec(bits):
+        with _workprec(bits):
             G = high(bits)
             S = arb_mat([[G[i, j] - (arb(want) if i == j else 0) for j in range(n)] for i in range(n)])
             if _ball_pd(S):
@@ -482,7 +485,7 @@ def _gram(laws: list[dict[str, Any]], claim: dict[str, Any], Q: np.ndarray, b: n
         raise Unchecked(f"the Arb enclosure of F needs {cost:.3g} ball operations (> {MAX_ARB_OPS:.3g})")
 
     def gram_at(bits: int) -> arb_mat:
-        with ctx.workprec(bits):
+        with _workprec(bits):
             F = _features_arb(laws, Q, b)
             return F * F.transpose()
     return _lower_bound(gram_at(128), float(claim["lower_bound"]), claim.get("shifts", []), gram_at)
@@ -526,7 +529,7 @@ def _matrix(inputs: dict[str, Any], arrays: dict[str, np.ndarray], claim: dict[s
             raise Refuted("x^T A x + e ||x||_1^2 is not negative")
         return "x^T S x < 0 for every S in the ball, exactly"
     def high(bits: int) -> arb_mat:  # the symmetric part, exact, widened by e entrywise
-        with ctx.workprec(bits):
+        with _workprec(bits):
             return arb_mat([[(arb(A[i, j]) + arb(A[j, i])) / 2 + arb(0, e) for j in range(n)] for i in range(n)])
     return _lower_bound(high(128), float(claim["lower_bound"]), claim.get("shifts", []), high)
 

@@ -111,10 +111,11 @@ def _is_psd(m: Sequence[Sequence[Fraction]]) -> bool:
         idx.remove(piv)
         p = a[piv][piv]
         for i in idx:
+            if not a[i][piv]:  # nothing to eliminate (a diagonal covariance: every row)
+                continue
             f = a[i][piv] / p
-            if f:
-                for j in idx:
-                    a[i][j] -= f * a[piv][j]
+            for j in idx:
+                a[i][j] -= f * a[piv][j]
     return True
 
 
@@ -137,7 +138,7 @@ def _dot(u: Sequence[Fraction], v: Sequence[Fraction]) -> Fraction:
 
 
 def _quad(w: Sequence[Fraction], s: Sequence[Sequence[Fraction]]) -> Fraction:
-    return sum((w[i] * s[i][j] * w[j] for i in range(len(w)) for j in range(len(w))), Fraction(0))
+    return sum((w[i] * s[i][j] * w[j] for i in range(len(w)) for j in range(len(w)) if s[i][j]), Fraction(0))
 
 
 def _sp(f: Fraction) -> sp.Rational:

@@ -3,7 +3,8 @@
 Each subcommand lives in its own module exposing ``register(subparsers)``, which adds
 its parser with ``set_defaults(func=run)`` and an ``exit status:`` epilog
 (:data:`ntkcheck.cli._args.EXIT_CODES`). Errors on bad input (``NtkcheckError``) become one
-line on stderr and exit status 2.
+line on stderr and exit status 2; warnings are one plain line each; anything unexpected is one
+line asking for a report, exit status 4 (:mod:`ntkcheck.cli._boundary`).
 """
 
 from __future__ import annotations
@@ -13,20 +14,20 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from ..errors import NtkcheckError
-from ._args import EXIT_BAD_INPUT
+from ._boundary import OneLineParser, run_guarded
 
 #: subcommand modules, in the order they appear in ``ntkcheck --help``
 _COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "certify", "flow", "tokens", "sweep", "experiment")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="ntkcheck",
         description="Certified checks of NTK injectivity for softmax attention (seed 003 Prop. 8).",
         epilog="exit status (every command): 0 certified positive / independent / every claim holds; "
         "1 certified singular / dependent, or a failing claim or cross-check; 3 inconclusive or not "
-        "certified; 2 bad input; 130 interrupted (Ctrl-C). Each command's --help says what they mean for it.",
+        "certified; 2 bad input; 4 internal error (please report); 130 interrupted (Ctrl-C). Each command's "
+        "--help says what they mean for it.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -46,20 +47,17 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ._provenance import invocation
-
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
-    try:
-        with invocation(argv, args):  # the command line and inputs of every --json's provenance
-            return int(args.func(args) or 0)
-    except NtkcheckError as exc:
-        print(f"ntkcheck {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print(f"ntkcheck {args.command}: interrupted", file=sys.stderr)
-        return 130
+    return run_guarded(args.command, lambda: _run(args, argv))
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    from ._provenance import invocation
+
+    with invocation(argv, args):  # the command line and inputs of every --json's provenance
+        return int(args.func(args) or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -43,6 +43,11 @@ def seed_int(x: str) -> int:
     return _int_at_least(x, 0, "an integer seed >= 0")
 
 
+def nonnegative_int(x: str) -> int:
+    """An integer >= 0."""
+    return _int_at_least(x, 0, "an integer >= 0")
+
+
 def _number(x: str, *, strict: bool) -> float:
     try:
         v = float(x)

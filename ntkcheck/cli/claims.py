@@ -21,8 +21,13 @@ from ._args import (
     add_progress_options,
     emit_json,
     exit_epilog,
+    positive_int,
     progress_enabled,
+    seed_int,
 )
+
+#: most instances per claim a run may draw (the default 20 takes about a minute for every claim)
+MAX_EXAMPLES = 100_000
 
 
 def register(subparsers: Any) -> None:
@@ -33,9 +38,9 @@ def register(subparsers: Any) -> None:
                     "and report held / refuted / inconclusive counts.",
         epilog=exit_epilog("claims"),
     )
-    p.add_argument("--examples", type=int, default=20, metavar="N",
-                   help="hypothesis budget per claim (divided by the claim's cost; default 20)")
-    p.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
+    p.add_argument("--examples", type=positive_int, default=20, metavar="N",
+                   help=f"hypothesis budget per claim (divided by the claim's cost; default 20, at most {MAX_EXAMPLES})")
+    p.add_argument("--seed", type=seed_int, default=0, help="hypothesis seed (default 0)")
     p.add_argument("--only", action="append", metavar="ID",
                    help="run only this claim id (repeatable; a trailing '*' matches a prefix)")
     p.add_argument("--list", action="store_true", help="list the claims and their statements, run nothing")
@@ -68,8 +73,9 @@ def _progress(items: list[str], enabled: bool) -> Any:
 def run(args: argparse.Namespace) -> int:
     from ..claims import CLAIMS, run_claim
 
-    if args.examples < 1:
-        raise InputError(f"--examples: expected a positive number of instances, got {args.examples}")
+    if not 1 <= args.examples <= MAX_EXAMPLES:
+        raise InputError(f"--examples: expected a number of instances in 1..{MAX_EXAMPLES} (each claim draws at "
+                         f"least examples / cost instances, at up to seconds each), got {args.examples}")
     ids = _select(args.only)
     if args.list:
         if args.json:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import time
 from fractions import Fraction
 from typing import Any
 
+from .._budget import Budget
+from .._memory import require_memory
 from .._text import exact_vector, fit
 from ..cgf import Dirac, Family, Gaussian, GaussianMixture2, Laplace, UniformCube
 from ..errors import InputError
@@ -23,6 +26,7 @@ from ._args import (
     allow_negative_values,
     emit_json,
     exit_epilog,
+    positive_int,
     seconds,
 )
 
@@ -56,7 +60,7 @@ def register(sub: Any) -> None:
                    help="gaussian-mixture, gaussian: covariance variance * I (default 1)")
     p.add_argument("--points", help="dirac: atoms; gaussian: means. Semicolon-separated vectors, e.g. '0,0;1,2' "
                    "(their length is the dimension)")
-    p.add_argument("--dim", type=int, default=None,
+    p.add_argument("--dim", type=positive_int, default=None,
                    help="dimension d for --family (default: the length of the --points vectors, else 1)")
     p.add_argument("--property", choices=("weak", "strong"), default="weak",
                    help="weak: independence modulo affine functions on R^d; strong: along one direction w "
@@ -111,9 +115,9 @@ def _points(args: argparse.Namespace) -> list[list[Fraction]]:
     return [_numbers(v, "points") for v in args.points.split(";") if v.strip()]
 
 
-def _family_measures(args: argparse.Namespace) -> list[Family]:
+def _family_measures(args: argparse.Namespace, dim: int | None = None) -> list[Family]:
     vecs = _points(args) if args.family in ("gaussian", "dirac") else None
-    d = args.dim if args.dim is not None else (len(vecs[0]) if vecs else 1)
+    d = dim if dim is not None else args.dim if args.dim is not None else (len(vecs[0]) if vecs else 1)
     if d < 1:
         raise InputError(f"--dim must be at least 1, got {d}")
     eye = lambda s: [[s if i == j else 0 for j in range(d)] for i in range(d)]  # noqa: E731
@@ -125,10 +129,46 @@ def _family_measures(args: argparse.Namespace) -> list[Family]:
     if vecs is not None:
         what = "--dim is" if args.dim is not None else "vector 0 has"
         for k, v in enumerate(vecs):
+            if dim is not None:  # a smaller dimension, to time the construction (_check_family_cost)
+                v = (v + [Fraction(0)] * d)[:d]
+                vecs[k] = v
             if len(v) != d:
                 raise InputError(f"--points: vector {k} has {len(v)} entries, {what} {d}")
         return [Dirac(v) for v in vecs] if args.family == "dirac" else [Gaussian(v, eye(var)) for v in vecs]
     return [GaussianMixture2([m] + [0] * (d - 1), eye(var)) for m in _numbers(args.separations, "separations")]
+
+
+#: the covariance families hold d x d exact entries (a Fraction each, ~100 bytes) and float64 work arrays
+_COVARIANCE_FAMILIES = ("laplace", "gaussian", "gaussian-mixture")
+_BYTES_PER_ENTRY = 136
+#: dimension at which the construction of a covariance family is timed to predict a larger one
+_TIMED_DIM = 96
+
+
+def _check_family_cost(args: argparse.Namespace, budget: Budget) -> None:
+    """Refuse ``--dim`` when the covariance families would not fit in memory or in ``--timeout``.
+
+    Memory: :data:`_BYTES_PER_ENTRY` per exact entry. Time: the construction at
+    :data:`_TIMED_DIM` is timed and scaled by ``(d / 96)^2``, the number of exact entries (their
+    conversion and checks dominate the float64 eigendecomposition up to the sizes that fit in
+    memory; the fixed costs of the small construction make it an over-estimate, by about 3x
+    at d = 600 here).
+    """
+    d = args.dim
+    if args.family not in _COVARIANCE_FAMILIES or d is None or d <= _TIMED_DIM:
+        return
+    count = len(_points(args)) if args.family == "gaussian" else len(
+        _numbers(args.scales if args.family == "laplace" else args.separations,
+                 "scales" if args.family == "laplace" else "separations"))
+    require_memory(count * d * d * _BYTES_PER_ENTRY, f"{count} covariance matrices of {d} x {d} exact entries",
+                   "--dim")
+    t0 = time.perf_counter()
+    _family_measures(args, dim=_TIMED_DIM)
+    estimate = (time.perf_counter() - t0) * (d / _TIMED_DIM) ** 2
+    if estimate > budget.remaining():
+        raise InputError(f"--dim {d}: building {count} covariance matrices of {d} x {d} exact entries would take about "
+                         f"{estimate:.0f} s, beyond the time budget (--timeout {args.timeout:g}); lower --dim or raise "
+                         "--timeout")
 
 
 def _max_bits(digits: int | None) -> int:
@@ -181,9 +221,12 @@ def run(args: argparse.Namespace) -> int:
         if direction is not None or args.property != "weak" or args.certificate_out:
             raise InputError("--property, --direction and --certificate-out need a token file or --family")
         return _examples(args, bits)
+    budget = Budget(args.timeout)  # the construction of the measures counts against --timeout too
+    if args.family:
+        _check_family_cost(args, budget)
     measures: list[Any] = _family_measures(args) if args.family else load_laws(args.path)
     dec = _decision.decide(measures, args.property, direction=direction, method=args.method, max_bits=bits,
-                 timeout=args.timeout)
+                           timeout=max(budget.remaining(), 1e-9))
     code = _code(dec.verdict.value)
     if args.certificate_out:
         from ..certificate_files import decide_certificate, write_certificate

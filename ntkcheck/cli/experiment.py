@@ -21,12 +21,19 @@ from ._args import (
     progress_enabled,
     seed_int,
 )
+from ._paths import plot_path
+
+#: most seeds a run may take (one simulation per seed and size: 5 seeds take under a minute)
+MAX_SEEDS = 1000
 
 
 def _seeds(x: str) -> int:
     v = positive_int(x)
     if v < 2:
         raise argparse.ArgumentTypeError(f"need at least 2 seeds for a confidence interval, got {x!r}")
+    if v > MAX_SEEDS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_SEEDS} seeds (each runs every size of the experiment), "
+                                         f"got {x!r}")
     return v
 
 
@@ -52,9 +59,10 @@ def register(subparsers: Any) -> None:
                    help="problem size: small (seconds, what the tests run), default (under a minute), or large "
                    "where the experiment has it (default: default)")
     p.add_argument("--seeds", type=_seeds, default=5, help="independent repetitions for the confidence intervals "
-                   "(default 5, at least 2)")
+                   f"(default 5, at least 2, at most {MAX_SEEDS})")
     p.add_argument("--seed", type=seed_int, default=0, help="first seed (default 0)")
-    p.add_argument("--plot", metavar="FILE.png", default=None, help="write the figure (one log-scale panel per rate)")
+    p.add_argument("--plot", metavar="FILE.png", type=plot_path, default=None,
+                   help="write the figure (one log-scale panel per rate; .png is added to a name without suffix)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_progress_options(p, "per experiment step")
     p.set_defaults(func=run)

@@ -26,9 +26,13 @@ from ._args import (
     add_progress_options,
     emit_json,
     exit_epilog,
+    nonnegative_int,
     positive_float,
     positive_int,
+    seed_int,
 )
+from ._flow_budget import integration_budget
+from ._paths import plot_path
 
 #: default wall-clock budget of one ``ntkcheck flow`` run (seconds)
 MAX_SECONDS = 50.0
@@ -53,7 +57,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--layers", type=positive_int, default=4, help="Euler layers L (default 4)")
     add_depth_option(p, "depth horizon T (default 1)")
     p.add_argument("--per-layer", action="store_true", help="one head set per layer (default: shared over depth)")
-    p.add_argument("--loss", choices=("readout", "tokens"), default="readout",
+    p.add_argument("--loss", choices=("readout", "tokens"), default=None,
                    help="readout: (1/2) sum_i |y_i - mean(mu_T^i)|^2 (seed 002, default); tokens: per-token targets")
     p.add_argument("--eps", type=positive_float, default=1e-2, help="target offset y = z0 + eps r (default 0.01)")
     p.add_argument("--time", type=positive_float, default=None,
@@ -63,18 +67,19 @@ def register(subparsers: Any) -> None:
                    help="scale of the Q entries: the standard deviation of each (Gaussian) entry of Q_h (default 1)")
     p.add_argument("--b-scale", type=positive_float, default=1.0,
                    help="scale of the b entries, as --q-scale (default 1)")
-    p.add_argument("--seed", type=int, default=0, help="seed of heads and target direction (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of heads and target direction (default 0)")
     p.add_argument("--records", type=positive_int, default=20, help="number of records along the run (default 20)")
-    p.add_argument("--ntk-records", type=int, default=2, metavar="K",
+    p.add_argument("--ntk-records", type=nonnegative_int, default=None, metavar="K",
                    help="compute the NTK spectrum over all parameters at K evenly spaced records, first and last "
                    "included (default 2: start and end; 0: only lambda_0 at FixUp; each costs a dense Jacobian away from FixUp)")
-    p.add_argument("--rtol", type=positive_float, default=1e-7, help="integrator rtol (default 1e-7)")
-    p.add_argument("--atol", type=positive_float, default=1e-12, help="integrator atol (default 1e-12)")
-    p.add_argument("--method", default="auto",
+    p.add_argument("--rtol", type=positive_float, default=None, help="integrator rtol (default 1e-7)")
+    p.add_argument("--atol", type=positive_float, default=None, help="integrator atol (default 1e-12)")
+    p.add_argument("--method", default=None,
                    help="integrator: auto (exponential integrator whose linear part is the NTK, default), "
                    "exponential, or a scipy.integrate solver (RK45, DOP853, ...)")
     p.add_argument("--step", type=positive_float, default=None,
-                   help="explicit gradient descent with this step instead (stable below 2 / Lambda)")
+                   help="explicit gradient descent with this step instead of an integrator (so not with --method, "
+                   "--rtol, --atol; refused above the stability limit 2 / Lambda)")
     p.add_argument("--max-seconds", type=positive_float, default=MAX_SECONDS,
                    help=f"wall-clock budget of the run in seconds (default {MAX_SECONDS:g}): the flow stops there "
                    "and says so; raise it for long runs")
@@ -84,13 +89,43 @@ def register(subparsers: Any) -> None:
                    help="local: local convergence from FixUp (default); plateau: a residual in the NTK kernel "
                    "(seed 003 Prop. 8 with overlap): its loss plateaus while the range part decays. Without PATH "
                    "the plateau runs on {0,u}, {0,v}, {0,u,v,u+v}")
-    p.add_argument("--mix", type=float, default=0.5,
+    p.add_argument("--mix", type=float, default=None,
                    help="plateau: weight of the range part of the residual, in [0, 1) (default 0.5)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/flow/1)")
-    p.add_argument("--plot", metavar="FILE.png", default=None,
-                   help="plot loss, lambda_min and displacement to this file (default: no plot)")
+    p.add_argument("--plot", metavar="FILE.png", type=plot_path, default=None,
+                   help="plot loss, lambda_min and displacement to this file (.png, .pdf, .svg, ...; .png is added "
+                   "to a name without suffix; default: no plot)")
     add_progress_options(p, "flow time")
     p.set_defaults(func=run)
+
+
+#: options that only one experiment reads (with their defaults), and those that --step replaces
+_ONLY = {"local": {"loss": "readout", "ntk_records": 2, "method": "auto", "step": None, "per_layer": False,
+                   "target_loss": None},
+         "plateau": {"mix": 0.5}}
+_INTEGRATOR = {"method": "auto", "rtol": 1e-7, "atol": 1e-12}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _resolve_mode_options(args: argparse.Namespace) -> None:
+    """Refuse options the chosen run would ignore (one line, exit 2), then fill in the defaults."""
+    other = "plateau" if args.experiment == "local" else "local"
+    ignored = [_flag(k) for k in _ONLY[other] if getattr(args, k) not in (None, False)]
+    if ignored:
+        raise InputError(f"{', '.join(ignored)} do(es) not apply to --experiment {args.experiment} (only to "
+                         f"--experiment {other}); remove it")
+    if args.step is not None:
+        both = [_flag(k) for k in _INTEGRATOR if getattr(args, k) is not None]
+        if both:
+            raise InputError(f"--step runs explicit gradient descent, which has no {', '.join(both)}: give one or "
+                             "the other")
+    for table in (_ONLY["local"], _ONLY["plateau"], _INTEGRATOR):
+        for k, v in table.items():
+            if getattr(args, k) is None:
+                setattr(args, k, v)
 
 
 def _load(args: argparse.Namespace) -> tuple[list[Any], str]:
@@ -135,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import NtkcheckWarning
 
     start = time.perf_counter()
+    _resolve_mode_options(args)
     if args.experiment == "plateau":
         return _run_plateau(args, start)
     samples, source = _load(args)
@@ -145,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
             per_layer=args.per_layer, q_scale=args.q_scale, b_scale=args.b_scale, seed=args.seed, time_end=args.time,
             n_records=args.records, rtol=args.rtol, atol=args.atol, step=args.step,
             progress=args.progress, method=args.method, track_ntk=max(args.ntk_records, 1),
-            time_budget=_remaining(args, start),
+            time_budget=integration_budget(args, samples, start), loss_target=args.target_loss,
         )
     _notes(caught, args)
     singular = res.lambda_0 < SINGULAR_REL * res.lambda_max_0
@@ -234,11 +270,6 @@ def _stopped(flow: Any) -> str:
     return ""
 
 
-def _remaining(args: argparse.Namespace, start: float) -> float:
-    """What is left of ``--max-seconds`` (never below a tenth of it: the setup is not the run)."""
-    return max(args.max_seconds - (time.perf_counter() - start), 0.1 * args.max_seconds)
-
-
 def _notes(caught: list[Any], args: argparse.Namespace) -> None:
     """Warnings of the run as one line each on stderr (not Python's file:line format)."""
     for w in caught:
@@ -262,7 +293,7 @@ def _run_plateau(args: argparse.Namespace, start: float) -> int:
     res = kernel_plateau(samples=samples, heads=args.heads, layers=args.layers, T=args.depth_T, eps=args.eps,
                          mix=args.mix, q_scale=args.q_scale, b_scale=args.b_scale, seed=args.seed, time_end=args.time,
                          n_records=args.records, rtol=args.rtol, atol=args.atol,
-                         progress=args.progress, time_budget=_remaining(args, start))
+                         progress=args.progress, time_budget=integration_budget(args, samples, start))
     if args.plot:
         _plot_plateau(res, args.plot)
     if args.json:

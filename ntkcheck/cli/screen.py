@@ -30,7 +30,9 @@ from ._args import (
     exit_epilog,
     nonnegative_float,
     positive_int,
+    seed_int,
 )
+from ._paths import plot_path
 from ._screen_text import gram_lines, heads_json, structured
 
 _PATH_HELP = (".npy (n, N, d) or .npz (sample_0, sample_1, ...) token file (default: the bundled example, "
@@ -42,18 +44,19 @@ def _head_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heads", type=positive_int, default=None,
                    help="number of heads H (default: ceil(4 M / d), so that H d >= 4 M; M = distinct atoms "
                    "summed over the samples)")
-    p.add_argument("--q-scale", type=nonnegative_float, default=1.0,
+    p.add_argument("--q-scale", type=nonnegative_float, default=None,
                    help="scale of the Q entries: the standard deviation (--dist gaussian) or half-width "
                    "(--dist uniform) of each entry of Q_h (default 1)")
-    p.add_argument("--b-scale", type=nonnegative_float, default=1.0,
+    p.add_argument("--b-scale", type=nonnegative_float, default=None,
                    help="scale of the b entries, as --q-scale (default 1)")
-    p.add_argument("--dist", choices=("gaussian", "uniform"), default="gaussian",
+    p.add_argument("--dist", choices=("gaussian", "uniform"), default=None,
                    help="law of the head entries at initialisation (default gaussian)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the head initialisation (default 0)")
+    p.add_argument("--seed", type=seed_int, default=None, help="seed of the head initialisation (default 0)")
     p.add_argument("--heads-file", metavar="FILE.npz", default=None,
                    help="explicit heads: arrays Q (H, d, d) and b (H, d), the score of token x against y being "
                    "<x, Q_h y + b_h>; from a trained layer Q_h = W_K^T W_Q / sqrt(d_h), b_h = W_K^T b_Q / "
-                   "sqrt(d_h) (ntkcheck tokens --heads-out writes them); overrides --heads, --dist and the scales")
+                   "sqrt(d_h) (ntkcheck tokens --heads-out writes them); the heads drawn otherwise are then not used, so "
+                   "--heads, --q-scale, --b-scale, --dist and --seed are refused with it")
     p.add_argument("--min-relative-lambda", type=_relative, default=DEFAULT_MIN_RELATIVE_LAMBDA, metavar="R",
                    help="smallest certified lambda_min / lambda_max called a useful rate (default "
                    f"{DEFAULT_MIN_RELATIVE_LAMBDA:g}: about 5e11 gradient steps per e-fold, and what a perturbation of "
@@ -85,8 +88,9 @@ def register(subparsers: Any) -> None:
     )
     _head_options(p)
     add_depth_option(p, "model depth T (the NTK scales by T; default 1)")
-    p.add_argument("--plot", metavar="FILE.png", default=None,
-                   help="write the Gram spectrum and CGF plot to this file (default: no plot)")
+    p.add_argument("--plot", metavar="FILE.png", type=plot_path, default=None,
+                   help="write the Gram spectrum and CGF plot to this file (.png, .pdf, .svg, ...; .png is added to a "
+                   "name without suffix; default: no plot)")
     p.add_argument("--no-certify", action="store_true",
                    help="skip the certificate of the Gram (faster; the exit status is then 3 at best)")
     p.add_argument("--thm85", action="store_true",
@@ -123,6 +127,21 @@ _EXIT = {"disagrees": EXIT_NEGATIVE, "certified positive": EXIT_OK, "certified s
          "positive in float64 only": EXIT_INCONCLUSIVE, "not certified": EXIT_INCONCLUSIVE}
 
 
+#: the options that draw heads, with their defaults; none of them applies with --heads-file
+_DRAW_DEFAULTS = {"heads": None, "q_scale": 1.0, "b_scale": 1.0, "dist": "gaussian", "seed": 0}
+
+
+def _resolve_head_options(args: argparse.Namespace) -> None:
+    """Refuse drawing options beside ``--heads-file`` (they would be ignored), then fill the defaults."""
+    given = [f"--{k.replace('_', '-')}" for k in _DRAW_DEFAULTS if getattr(args, k) is not None]
+    if args.heads_file is not None and given:
+        raise InputError(f"--heads-file gives the heads; {', '.join(given)} draw heads and would be ignored: "
+                         "give one or the other")
+    for k, v in _DRAW_DEFAULTS.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+
+
 def _path(args: argparse.Namespace) -> tuple[Any, str]:
     if args.path is not None:
         return args.path, str(args.path)
@@ -148,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
     from ..screening import BUNDLED_DATA, plot_report, screen
     from ._args import progress_enabled
 
+    _resolve_head_options(args)
     path, label = _path(args)
     samples = as_laws(load_samples(path))
     if not (math.isfinite(args.depth_T) and args.depth_T > 0):
@@ -229,6 +249,7 @@ def run_gram(args: argparse.Namespace) -> int:
     from ..screening import CERTIFY_MAX_BITS
     from ._args import progress_enabled
 
+    _resolve_head_options(args)
     path, label = _path(args)
     laws = as_laws(load_samples(path))
     heads = _heads_for(args, laws)

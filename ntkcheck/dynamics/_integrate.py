@@ -180,7 +180,8 @@ def exponential(field: Field, p0: np.ndarray, time_end: float, lin: _Linear, rec
             break
         target = rec.pending()
         limit = (target if target is not None and target > s else time_end) - s
-        hs = limit / math.ceil(limit / h * (1 - 1e-9)) if limit > h else limit  # equal steps up to the record
+        # equal steps up to the record (a record beyond 1e15 steps: step h, never an overflowing count)
+        hs = limit / math.ceil(limit / h * (1 - 1e-9)) if h < limit < 1e15 * h else min(h, limit)
         # Cox-Matthews ETDRK3: stages at s + h/2 and s + h
         a = theta + (hs / 2) * phis(hs / 2, [({1: 1.0}, f)])
         la, fa = field(a)
@@ -276,7 +277,7 @@ def ode_solver(field: Field, p0: np.ndarray, time_end: float, rec: _Recorder, *,
 def descent(field: Field, p0: np.ndarray, time_end: float, rec: _Recorder, *, step: float) -> _Run:
     """Explicit gradient descent ``theta <- theta + step f(theta)``, ``s = k step``."""
     n_steps = int(math.ceil(time_end / step))
-    rec_steps = set(np.round(rec.s_rec / step).astype(int).clip(0, n_steps).tolist())
+    rec_steps = set(np.clip(np.round(rec.s_rec / step), 0, min(n_steps, 2**62)).astype(np.int64).tolist())
     vec = p0.copy()
     status = FlowStatus.COMPLETED
     nfev = 0

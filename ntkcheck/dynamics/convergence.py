@@ -136,6 +136,7 @@ def local_convergence(
     step: float | None = None,
     progress: bool | None = None,
     time_budget: float | None = None,
+    loss_target: float | None = None,
 ) -> LocalConvergence:
     r"""Experiment (a): targets :math:`y = z_0 + \varepsilon r` near the initial outputs.
 
@@ -143,16 +144,23 @@ def local_convergence(
     :math:`\mathcal L(0) = \varepsilon^2/2` and ``loss* = 0`` whenever the NTK is positive
     (the outputs can follow any direction to first order). ``time_end`` defaults to the time
     the slowest linearised mode needs to lose ``decades`` decades of loss,
-    :math:`\text{decades}\cdot\ln 10/(2\lambda_0)`.
+    :math:`\text{decades}\cdot\ln 10/(2\lambda_0)`. ``loss_target`` stops the run as soon as
+    the loss reaches it, ``time_budget`` after that many wall-clock seconds (as in
+    :func:`~ntkcheck.dynamics.flow.gradient_flow`).
 
     References: seed 002 Thm. 8.5 (eq. 31 and the displacement bound), seed 003 Thm. 4.
     """
     if not (np.isfinite(eps) and eps > 0):
         raise DomainError(f"eps must be finite and > 0, got {eps!r}")
+    if eps > 1e150:
+        raise DomainError(f"eps = {eps:g}: the initial loss eps^2 / 2 overflows float64; take eps below 1e150")
     if params is None:
         params = _default_params(samples, heads, layers, per_layer, q_scale, b_scale, seed)
     st = _setup(samples, params, layers, T, loss)
     lam0, lamM = float(st.evals[0]), float(st.evals[-1])
+    if step is not None and step * lamM > 2.0:
+        raise DomainError(f"step = {step:g} is beyond the stability limit 2 / Lambda = {2.0 / lamM:.4g} of explicit "
+                          "gradient descent (Lambda: the largest NTK eigenvalue at FixUp); take a smaller step")
     if lam0 <= 1e-12 * lamM:
         import warnings
 
@@ -169,7 +177,7 @@ def local_convergence(
         time_end = flow_time(st.evals, decades).time  # finite even for a singular NTK
     flow = gradient_flow(samples, params, _targets_from(st, y), layers=layers, time_end=time_end, T=T, loss=loss,
                          n_records=n_records, track_ntk=track_ntk, rtol=rtol, atol=atol, method=method, step=step,
-                         progress=progress, time_budget=time_budget)
+                         progress=progress, time_budget=time_budget, loss_target=loss_target)
     s = np.array(flow.s)
     Ls = np.array(flow.loss)
     L0 = Ls[0]

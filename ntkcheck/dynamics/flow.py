@@ -44,7 +44,7 @@ import numpy as np
 from .._progress import progress_bar
 from .._records import restore
 from ..errors import DomainError, InputError
-from . import _attention, _integrate
+from . import _attention, _integrate, _sizes
 from ._integrate import FlowStatus
 from .model import (
     AttentionParams,
@@ -496,6 +496,7 @@ def gradient_flow(
     _check_loss(loss)
     batch = _prepare(samples, params, layers, T)
     _check_flow_options(time_end, n_records, record_spacing, step, loss_target, time_budget)
+    _sizes.require_records(int(n_records), params.size, batch.X.size)
     problem = _FlowProblem.set_up(batch, params, targets, layers, T, loss)
     s_rec = _record_times(time_end, n_records, record_spacing)
     notes: list[str] = []

@@ -518,4 +518,8 @@ def readout_ntk_fixup(samples: Any, Q: np.ndarray, b: np.ndarray, *, T: float = 
         phi = cgf_gradient(x, A.reshape(-1, d), w).reshape(x.shape[0], H, d)
         rows.append(np.einsum("j,jhk->hk", w, phi).reshape(-1))
     Phi = np.stack(rows) / math.sqrt(H)
-    return np.linalg.eigvalsh(T**2 * (Phi @ Phi.T))
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = float(T) * float(T) * (Phi @ Phi.T)
+    if not np.all(np.isfinite(K)):
+        raise DomainError(f"T^2 G_r overflows float64 (T = {T:g}, so T^2 = {float(T) * float(T):.3g}); lower the depth T")
+    return np.linalg.eigvalsh(K)

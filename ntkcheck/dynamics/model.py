@@ -45,7 +45,7 @@ import numpy as np
 
 from .._validate import as_samples, check_score_range
 from ..errors import DomainError, InputError
-from . import _attention
+from . import _attention, _sizes
 
 __all__ = [
     "AttentionParams",
@@ -153,6 +153,7 @@ def init_params(
     n_sets = 1 if layers is None else int(layers)
     if n_sets < 1:
         raise DomainError(f"layers must be >= 1, got {layers}")
+    _sizes.require_params(int(heads), int(dim), n_sets)
     hs = [init_heads(int(heads), int(dim), q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed + k) for k in range(n_sets)]
     Q = np.stack([np.array(h.Q) for h in hs])
     b = np.stack([np.array(h.b) for h in hs])
@@ -207,6 +208,7 @@ def _prepare(samples: Any, params: AttentionParams, layers: int, T: float) -> _B
         raise DomainError(f"layers must be a positive integer, got {layers!r}")
     if not (np.isfinite(T) and T > 0):
         raise DomainError(f"time horizon T must be finite and > 0, got {T!r}")
+    _sizes.require_forward(*batch.X.shape[:2], params.dim, params.heads, int(layers))
     check_score_range(batch.unpad(batch.X), params.Q, params.b)  # at the input layer; tokens move later
     return batch
 

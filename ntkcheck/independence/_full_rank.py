@@ -14,6 +14,7 @@ from typing import Any
 from flint import arb, nmod_mat
 
 from .._budget import OutOfTime
+from .._memory import available_memory, format_bytes, require_memory
 from . import rank as C
 from ._rows import _ball_rows, _exact_rows_all, _modp_rows, _Run
 
@@ -69,6 +70,8 @@ def _certify(run: _Run, dirs: list[tuple[Fraction, ...]], K: int) -> tuple[str, 
     first = True
     while True:
         run.budget.check(f"Arb certificate at {bits} bits, {label}")
+        if not _rows_fit(run, dirs, K, bits, first=not run.bits):  # refused before any Arb step, else stop
+            return None
         rows, labels, zero = _ball_rows(run, dirs, K, bits)
         nz_exact = (K - 1) * len(dirs) - zero
         if nz_exact < n:
@@ -84,7 +87,8 @@ def _certify(run: _Run, dirs: list[tuple[Fraction, ...]], K: int) -> tuple[str, 
             if run.margin is None:
                 _screen(run, rows, S)
             # at the top precision the rigorous inverse is always tried (the precheck only saves time)
-            cert, est = C.ball_attempt(rows, labels, bits, directions=dirs, K=K, scaled=S, precheck=bits < top)
+            cert, est = C.ball_attempt(rows, labels, bits, directions=dirs, K=K, scaled=S, precheck=bits < top,
+                                       budget=run.budget)
             if cert is not None:
                 return run.method, f"{bits} bits", cert
             run.trail.append(f"{label}: Arb at {bits} bits not certified")
@@ -108,6 +112,27 @@ def _certify(run: _Run, dirs: list[tuple[Fraction, ...]], K: int) -> tuple[str, 
     if guide is True:
         run.precision_exhausted = True  # full rank over Q, not resolved up to max_bits: more K will not help
     return None
+
+
+#: bytes of one Arb ball beyond its midpoint's bits (the arb_t, the Python object, its list slot)
+BALL_OVERHEAD = 120
+
+
+def _rows_fit(run: _Run, dirs: list[tuple[Fraction, ...]], K: int, bits: int, *, first: bool) -> bool:
+    """Whether the ``n x (K - 1)`` ball coefficients at ``bits`` fit in the available memory.
+
+    Before any Arb step of the decision this is a refusal (:class:`~ntkcheck._memory.MemoryLimitError`:
+    lower the number of samples, or use the exact route); later it ends the ladder with a note.
+    """
+    need = run.n * (K - 1) * len(dirs) * (bits // 8 + BALL_OVERHEAD)
+    if need <= available_memory():
+        return True
+    if first:
+        require_memory(need, f"the Arb coefficients of {run.n} measures to order {K} at {bits} bits",
+                       "the number of samples, or use method='exact'")
+    run.trail.append(f"K={K}: {bits} bits would need about {format_bytes(need)} of memory, more than available; "
+                     "not tried")
+    return False
 
 
 def _first_bits(n: int, max_bits: int) -> int:

@@ -422,10 +422,14 @@ def decide(
         Highest truncation order the ladder may reach (default ``max(64, 4n + 8)``).
     max_bits : int
         Highest Arb working precision (interval route).
+    n_directions, seed : int
+        How many generic integer directions the search tries (``1 .. 1000``, at most the
+        ``19^d - 1`` with entries in ``-9..9``) and the seed that draws them (``>= 0``).
     timeout : float or None
         Seconds the decision may take (default 60); ``None``: no limit. Checked between
-        steps (orders, precisions, directions, identity attempts, measures); an
-        exhausted budget gives ``inconclusive`` with what was tried.
+        steps (orders, precisions, directions, identity attempts, measures), and an Arb
+        inversion that could not finish in the time left is not started (its cost is
+        estimated first); an exhausted budget gives ``inconclusive`` with what was tried.
 
     Returns
     -------
@@ -459,6 +463,7 @@ def decide(
         raise DomainError(f"max_order={cap} is below the first truncation order K={K0}")
     run = _Run(ms, method, K0, int(max_bits), cap, budget)
     w_given = _direction(direction, d) if direction is not None else None
+    _check_search(n_directions, seed, d)
     dirs = [w_given] if w_given is not None else []
     dirs += [v for v in candidate_directions(d, n_directions, seed) if v not in dirs]
     try:
@@ -482,6 +487,22 @@ def _check_timeout(timeout: Any) -> float | None:
     if not (t > 0) or not math.isfinite(t):
         raise DomainError(f"timeout: expected a positive finite number of seconds or None, got {timeout!r}")
     return t
+
+
+#: most directions searched (each costs one truncation per order; 19^d - 1 integer directions exist)
+MAX_DIRECTIONS = 1000
+
+
+def _check_search(n_directions: Any, seed: Any, d: int) -> None:
+    """``n_directions`` in ``1 .. min(MAX_DIRECTIONS, 19^d - 1)`` (any positive count in d = 1, which
+    has one direction) and ``seed >= 0``, both integers."""
+    top = min(MAX_DIRECTIONS, 19 ** min(d, 4) - 1)
+    integer = not isinstance(n_directions, bool) and isinstance(n_directions, (int, np.integer))
+    if not (integer and n_directions >= 1 and (d == 1 or n_directions <= top)):
+        raise DomainError(f"n_directions: expected an integer in 1..{top} (generic integer directions with entries "
+                          f"in -9..9 in d = {d}), got {n_directions!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise DomainError(f"seed: expected an integer >= 0, got {seed!r}")
 
 
 def _check_order(K: Any, name: str) -> int:

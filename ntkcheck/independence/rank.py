@@ -34,8 +34,10 @@ import numpy as np
 import scipy.linalg
 from flint import arb, arb_mat, fmpq, fmpq_mat, nmod_mat
 
+from .._budget import Budget
 from .._precision import flint_prec
 from .._records import fraction_or_text, restore
+from ._arb_cost import check_arb_inverse
 
 __all__ = [
     "PRIMES",
@@ -367,6 +369,7 @@ def ball_attempt(
     K: int = 0,
     scaled: Scaled | None = None,
     precheck: bool = True,
+    budget: Budget | None = None,
 ) -> tuple[BallBound | None, float | None]:
     """Try to certify full row rank from Arb balls at ``prec`` bits.
 
@@ -374,7 +377,9 @@ def ball_attempt(
     the size of an approximate solution of the first candidate block (its inverse norm
     at this precision, not rigorous: it only guides the precision ladder). With
     ``precheck`` (blocks of at least :data:`PRECHECK_MIN_N` rows) the rigorous inverse
-    is skipped when that size exceeds the accuracy of the entries.
+    is skipped when that size exceeds the accuracy of the entries. With a ``budget``, each
+    block's inversion is first estimated (:func:`~ntkcheck.independence._arb_cost.check_arb_inverse`)
+    and :class:`~ntkcheck._budget.OutOfTime` raised when it would not fit in the time left.
     """
     n = len(rows)
     if n == 0:
@@ -384,6 +389,7 @@ def ball_attempt(
     with flint_prec(prec):
         rs = [_pow2(v) for v in S.row_exp]
         for cols in _column_candidates(S.A, labels):
+            check_arb_inverse(n, prec, budget)  # FLINT cannot be interrupted: never start what cannot finish
             cs = [_pow2(S.col_exp[j]) for j in cols]
             B = arb_mat(n, n, [rows[i][j] * rs[i] * cs[a] for i in range(n) for a, j in enumerate(cols)])
             if precheck and n >= PRECHECK_MIN_N:

@@ -38,9 +38,11 @@ from typing import Any
 
 import numpy as np
 
+from .._memory import require_memory
 from .._validate import as_exact_samples
 from ..cgf import Empirical, as_laws
 from ..errors import InputError
+from ._preflight import check_numpy_file, load_cost
 
 __all__ = ["load_samples", "load_laws", "bundled_path", "BUNDLED_DATA"]
 
@@ -201,12 +203,17 @@ def _read(p: Path) -> Any:
         raise InputError(f"{p}: no such file")
     if p.is_dir():
         raise InputError(f"{p}: is a directory, expected a token file ({_FORMATS})")
+    if not p.is_file():  # a FIFO or a device would block or never end
+        raise InputError(f"{p}: not a regular file, expected a token file ({_FORMATS})")
     suffix = p.suffix.lower()
+    check_numpy_file(p)  # headers and zip sizes first: corrupt or too large files are refused unread
     if suffix == ".safetensors":
         return _read_safetensors(p)
     if suffix in (".pt", ".pth"):
         return _read_torch(p)
     if suffix == ".csv":
+        # a text number is at least 2 bytes ("0,"): at most size / 2 entries, each a Python float in a list
+        require_memory(load_cost(p.stat().st_size // 2, 40, 0), f"reading {p}", "the size of the file")
         return _read_csv(p)
     try:
         if suffix == ".npy":

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..ntk.features import Heads
+from ._preflight import check_numpy_file
 
 __all__ = ["load_heads"]
 
@@ -28,7 +29,8 @@ def load_heads(path: str | Path) -> Heads:
 
     p = Path(path)
     if not p.is_file():
-        raise InputError(f"{p}: no such heads file")
+        raise InputError(f"{p}: no such heads file" if not p.exists() else f"{p}: not a regular file")
+    check_numpy_file(p, "the heads file")  # a corrupt zip or a header claiming terabytes: refused unread
     how = "write it with numpy.savez(path, Q=Q, b=b)"
     try:
         z = np.load(p, allow_pickle=False)

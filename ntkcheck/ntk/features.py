@@ -37,6 +37,7 @@ from .._progress import progress_bar
 from .._validate import check_score_range, exact_rows, real_values, to_fraction
 from ..cgf.empirical import Empirical, as_laws
 from ..errors import InputError
+from . import _sizes
 
 __all__ = ["Heads", "init_heads", "attention_features"]
 
@@ -171,6 +172,9 @@ def init_heads(
     for name, v in (("q_scale", q_scale), ("b_scale", b_scale)):
         if not (np.isfinite(v) and v >= 0):
             raise InputError(f"heads: {name} must be a finite number >= 0, got {v!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"heads: seed must be an integer >= 0, got {seed!r}")
+    _sizes.require_heads(int(H), int(d))
     rng = np.random.default_rng(seed)
     if dist == "gaussian":
         Q = rng.standard_normal((H, d, d)) * q_scale

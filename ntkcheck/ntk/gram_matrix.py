@@ -63,6 +63,7 @@ from .._records import restore
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
 from ..independence.results import no_truth_value
+from . import _sizes
 from ._gram_steps import (
     SampleSize,
     _drawn_or_checked_heads,
@@ -381,12 +382,15 @@ def _gram_inputs(samples: Any, heads: Any, *, q_scale: float, b_scale: float,
     from the init law when counted), ``method``, ``chunk``, then the ``keep_matrix`` size limit,
     in that order, so that the first bad argument is the one reported."""
     laws = as_laws(samples)
+    _sizes.require_drawn_gram(laws, heads)  # a count of heads: heads and Gram estimated before drawing
     heads = _drawn_or_checked_heads(heads, laws[0].dim, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)
     if method not in ("auto", "svd", "eigh"):
         raise InputError(f"method: expected 'auto', 'svd' or 'eigh', got {method!r}")
     chunk = _as_chunk(chunk)
     sizes = tuple(SampleSize.of(law) for law in laws)
     M = _atom_count(laws)
+    _sizes.check_gram_range(laws)
+    _sizes.require_gram(M, heads.count, heads.dim)
     if keep_matrix and M > MAX_EIGENVALUES:
         raise InputError(f"keep_matrix: the Gram is kept only up to {MAX_EIGENVALUES} distinct atoms, got M = {M}")
     return _GramInputs(laws, heads, chunk, progress, sizes, M, full_spectrum=M <= MAX_EIGENVALUES)

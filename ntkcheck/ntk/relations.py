@@ -213,13 +213,20 @@ def _translation_classes(L: _Laws, idx: list[int], var: np.ndarray, scale: np.nd
 def _products(L: _Laws, idx: list[int], reps: list[int], var: np.ndarray, k3: np.ndarray,
               scale: np.ndarray) -> list[Relation]:
     """Laws ``k`` in ``idx`` that are (shifted) laws of ``X + Y`` with ``X, Y`` among ``reps``."""
-    n = L.n
-    out: list[Relation] = []
     if len(reps) < 1 or len(idx) < 2:
-        return out
+        return []
     order = sorted(idx, key=lambda k: var[k])
     vs = np.array([var[k] for k in order])
-    smax = float(max(scale[k] for k in idx))
+    smax = np.float64(max(scale[k] for k in idx))  # numpy: huge tokens give inf tolerances, not OverflowError
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _product_candidates(L, reps, order, vs, var, k3, scale, smax)
+
+
+def _product_candidates(L: _Laws, reps: list[int], order: list[int], vs: np.ndarray, var: np.ndarray,
+                        k3: np.ndarray, scale: np.ndarray, smax: np.float64) -> list[Relation]:
+    """The loop of :func:`_products`: fingerprints (variance, third cumulant) first, then the exact check."""
+    n = L.n
+    out: list[Relation] = []
     for a, i in enumerate(reps):
         for j in reps[a:]:
             target = var[i] + var[j]
@@ -233,7 +240,7 @@ def _products(L: _Laws, idx: list[int], reps: list[int], var: np.ndarray, k3: np
                 mk, mi, mj = L.laws[k].n_atoms, L.laws[i].n_atoms, L.laws[j].n_atoms
                 if not (max(mi, mj) <= mk <= mi * mj):
                     continue
-                s3 = max(scale[i], scale[j], scale[k], 1e-300) ** 3
+                s3 = np.float64(max(scale[i], scale[j], scale[k], 1e-300)) ** 3
                 if abs(k3[k] - k3[i] - k3[j]) > 1e-7 * s3:
                     continue
                 s = _product_shift(L, i, j, k)
