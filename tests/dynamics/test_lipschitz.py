@@ -15,11 +15,8 @@ import pytest
 
 from ntkcheck.cgf import as_laws
 from ntkcheck.dynamics import AttentionParams, forward, gradient_flow, init_params, ntk_spectrum
-from ntkcheck.dynamics.lipschitz import (
-    convergence_certificate,
-    lipschitz_bound,
-    readout_ntk_fixup,
-)
+from ntkcheck.dynamics.guarantee import convergence_certificate
+from ntkcheck.dynamics.lipschitz import lipschitz_bound, readout_ntk_fixup
 from ntkcheck.errors import DomainError, InputError
 
 #: central differences of O(1) outputs with h = 1e-6: truncation ~h^2 = 1e-12, rounding
