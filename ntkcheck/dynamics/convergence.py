@@ -148,6 +148,7 @@ def local_convergence(
     progress: bool | None = None,
     time_budget: float | None = None,
     search_evaluations: int = 200,
+    certify: bool = True,
 ) -> LocalConvergence:
     r"""Experiment (a): targets :math:`y = z_0 + \varepsilon r` near the initial outputs.
 
@@ -155,7 +156,9 @@ def local_convergence(
     :math:`\mathcal L(0) = \varepsilon^2/2` and ``loss* = 0`` whenever the NTK is positive
     (the outputs can follow any direction to first order). ``time_end`` defaults to the time
     the slowest linearised mode needs to lose ``decades`` decades of loss,
-    :math:`\text{decades}\cdot\ln 10/(2\lambda_0)`.
+    :math:`\text{decades}\cdot\ln 10/(2\lambda_0)`. ``certify``: compute the certificate
+    (:mod:`ntkcheck.dynamics.guarantee`, a few seconds), and ``search_evaluations`` NTKs for the
+    Lipschitz search on its ball (0: no search).
 
     References: seed 002 Thm. 8.5 (eq. 31 and the displacement bound), seed 003 Thm. 4.
     """
@@ -200,7 +203,7 @@ def local_convergence(
     # seed 002 Thm. 8.5 with the corrected constants (theory/local-convergence.md)
     bound = 2.0 * math.sqrt(2.0 * lamM + lam0) / lam0 * math.sqrt(L0) if lam0 > 0 else float("inf")
     cert, search, holds = None, None, None
-    if not params.per_layer:
+    if certify and not params.per_layer:
         from .guarantee import certificate_from_spectrum
 
         cert = certificate_from_spectrum(samples, params, layers=int(layers), T=float(T), loss=loss, lambda_min=lam0,

@@ -153,10 +153,13 @@ def _scan(samples: Any, params: Any, layers: int, T: float, loss: str, sigma0: f
     ctr = fixup_centre(samples, params, layers=layers, T=T) if loss == "readout" else None
 
     def prop(r: float) -> float:
-        return _bound(atoms, params, layers, T, loss, r, lamM).hessian_bound
+        try:
+            return _bound(atoms, params, layers, T, loss, r, lamM).hessian_bound
+        except OverflowError:  # a radius far beyond any use
+            return math.inf
 
     M0 = second_derivative_bound(ctr, prop, 0.0)[0]
-    top = sigma0 / max(M0, 1e-300)
+    top = min(sigma0 / max(M0, 1e-300), 1e3)  # radii beyond 1e3 are not scanned (the threshold is only smaller)
     r = np.geomspace(top * 10.0**-_DECADES, top, _DECADES * _PER_DECADE + 1)
     vals = [second_derivative_bound(ctr, prop, float(x)) for x in r]
     M2 = np.array([v[0] for v in vals])

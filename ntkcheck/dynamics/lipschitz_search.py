@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,8 @@ class LipschitzSearch:
     evaluations : int
         NTKs computed.
     seconds : float
+    direction : (P,) array or None
+        The displacement :math:`\theta - \theta_0` of the best centred ratio (``params.flat()`` layout).
     """
 
     radius: float
@@ -60,9 +62,10 @@ class LipschitzSearch:
     best_deviation: float
     evaluations: int
     seconds: float
+    direction: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "direction"}
 
 
 class _Objective:
@@ -180,12 +183,15 @@ def lipschitz_search(samples: Any, params: Any, *, layers: int, radius: float, T
     obj = _Objective(samples, params, int(layers), float(T), loss)
     rng = np.random.default_rng(seed)
     best = {"pair": 0.0, "centred": 0.0, "dev": 0.0}
+    where: list[np.ndarray] = []
 
     def score(g: np.ndarray) -> float:
         v = obj.v0 + g
         Bv = obj.B(v)
         D = obj.dist(v, obj.v0)
         c = float(np.linalg.norm(Bv @ Bv.T - obj.K0, 2)) / D
+        if c > best["centred"]:
+            where[:] = [g]
         best["centred"] = max(best["centred"], c)
         best["dev"] = max(best["dev"], float(np.linalg.norm(Bv - obj.B0, 2)) / D)
         best["pair"] = max(best["pair"], c)
@@ -212,4 +218,4 @@ def lipschitz_search(samples: Any, params: Any, *, layers: int, radius: float, T
         Ka, Kb = obj.B(a), obj.B(b)
         best["pair"] = max(best["pair"], float(np.linalg.norm(Ka @ Ka.T - Kb @ Kb.T, 2)) / obj.dist(a, b))
     return LipschitzSearch(float(radius), best["pair"], best["centred"], best["dev"], obj.count,
-                           time.perf_counter() - start)
+                           time.perf_counter() - start, where[0].copy() if where else None)
