@@ -74,7 +74,7 @@ RATE_CAVEAT = (
     "heads shared by all layers multiply it by T). Near initialisation the residual decays at lambda_0 and "
     "the loss at 2 lambda_0. Not the rate of seed 002 Thm. 8.5, which is stated for the readout loss with heads "
     "shared over depth (--thm85) and guaranteed only for targets close enough to the initial "
-    "outputs (ntkcheck flow certifies it for given targets)"
+    "outputs, by a certified bound on how far the NTK moves (L_K; ntkcheck flow certifies it for given targets)"
 )
 
 

@@ -231,7 +231,7 @@ def rounding_floor(z0: np.ndarray, y: np.ndarray, layers: int, atoms: int) -> fl
     The outputs pass through ``L`` layers of sums over at most ``N`` atoms and ``d`` coordinates,
     so each carries an error of order :math:`(L + 1)(N + d)\,u\,s` with ``s`` the scale of the
     outputs and targets; the floor is :math:`\frac12\sum (8(L+1)(N+d)\,u\,s)^2` over the outputs.
-    A record at or below it is consistent with every rate (``theory/flow-numerics.md``).
+    A record at or below it is consistent with every rate (``theory/local-convergence.md``).
     """
     scale = max(float(np.max(np.abs(z0))), float(np.max(np.abs(y))), 1.0)
     e = 8.0 * (layers + 1) * (atoms + z0.shape[-1]) * 2.0**-53 * scale

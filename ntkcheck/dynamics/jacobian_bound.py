@@ -295,12 +295,11 @@ def _ball_moments(table: tuple[np.ndarray, np.ndarray, np.ndarray], Qd: np.ndarr
     M1 = infl * np.einsum("hjk,hjk->hj", pi, yb)
     M2 = infl * np.einsum("hjk,hjk->hj", pi, yb * yb)
     M3 = infl * np.einsum("hjk,hjk->hj", pi, yb * yb * yb)
-    conc = np.minimum(1.0, 2.0 * (1.0 - pi.max(axis=-1) / infl))
     qb = qn + dq[:, None]
     Qj = Qd[:, None]
     cD = M2 * Qj + 1.0 + qb * M1  # ||D_X m||: query part C Q, context part
     LqX = 2.0 * qb * M2 + 2.0 * M1  # context derivative of the covariance
-    mXX = 2.0 * qb * (1.0 + conc) + 3.0 * qb * qb * M1  # second context derivative of m
+    mXX = 4.0 * qb + 3.0 * qb * qb * M1  # second context derivative of m
     LXX = M3 * Qj * Qj + 2.0 * Qj * LqX + mXX  # second token derivative, query through the token included
     dm = Dx + (infl - 1.0) * M1c  # how far a head's output moves
     out = {"M1": M1, "M2": M2, "M3": M3, "cD": cD, "LqX": LqX, "LXX": LXX, "dm": dm}
