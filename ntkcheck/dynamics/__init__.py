@@ -2,7 +2,10 @@
 
 What lives here: the model and its discrete adjoint (``model``), the NTK over all
 parameters (``ntk``), gradient flows with their stopping rule (``flow``), the certified
-Lipschitz bound behind seed 002 Thm. 8.5 (``lipschitz``), one module per experiment
+guarantee of seed 002 Thm. 8.5 (``guarantee``) and its pieces: the proved spectrum at FixUp
+(``spectrum_bound``), the deviation of the Jacobian on a ball (``jacobian_bound``, FixUp
+structure; ``lipschitz``, the propagated bound) and the search for the true constant
+(``lipschitz_search``); one module per experiment
 (``convergence``, ``plateau``, ``sweep``, ``depth``; shared helpers and the
 default data in ``_experiment``), the attention kernels on atoms with masses
 (``_attention``) and the exponential integrator (``_integrate``). The limit-theorem

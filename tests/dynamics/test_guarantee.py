@@ -281,3 +281,21 @@ def test_loss_at_the_rounding_floor_is_no_violation(capsys):
     ulp_residual = 0.5 * 12 * (4 * np.spacing(2.0)) ** 2  # 12 outputs, 4 ulps of 2 each
     assert np.all(late <= max(d["loss_floor_rounding"], ulp_residual))
     assert math.isnan(d["rate_measured"]) or d["rate_measured"] >= d["lambda_0"]
+
+
+def test_plot_draws_the_guaranteed_envelope_and_radius():
+    """``flow --plot``: when the guarantee is certified the loss panel carries the envelope
+    exp(-rate s) Loss(0) and the displacement panel the guaranteed radius, with their values."""
+    from ntkcheck.cli.flow import _figure
+    from ntkcheck.dynamics import local_convergence
+
+    samples, _, _ = SMALL["d=2, two samples, H=2"]
+    res = local_convergence(samples, heads=3, layers=2, eps=1e-5, loss="readout", n_records=5, track_ntk=1,
+                            search_evaluations=10)
+    assert res.certificate.certified and res.guarantee_holds is True
+    fig = _figure(res)
+    labels = [t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts()]
+    assert any("guaranteed" in t and f"{res.certificate.rate_guaranteed:.3g}" in t for t in labels), labels
+    assert "guaranteed radius (certified)" in labels
+    radius = [ln for ln in fig.axes[2].get_lines() if ln.get_label() == "guaranteed radius (certified)"][0]
+    np.testing.assert_allclose(radius.get_ydata()[0], res.certificate.displacement_bound, rtol=0)
