@@ -88,6 +88,8 @@ class FixupCentre:
     tables : tuple
         Per sample, the softmax weights ``pi (H, N, N)``, the norms ``|y| (H, N, N)`` of the centred
         tokens and ``|q| (H, N)`` of the queries at the centre (for the growth terms).
+    feature_norms : tuple of (H, N) arrays
+        Per sample, :math:`|m_{hj}|` at the centre (how fast the tokens can move).
     exact_xi : bool
         Whether :math:`\|\Xi\|` came from its Gram matrix (else a product of two norms).
     """
@@ -101,6 +103,7 @@ class FixupCentre:
     b_norm: np.ndarray
     c_D: np.ndarray
     tables: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
+    feature_norms: tuple[np.ndarray, ...]
     heads: int
     layers: int
     T: float
@@ -268,7 +271,7 @@ def fixup_centre(samples: Any, params: Any, *, layers: int, T: float) -> FixupCe
     return FixupCentre(
         s, c, first, tuple(float(np.linalg.norm(x, axis=1).max()) * infl for x in xs), tuple(omegas),
         np.linalg.norm(Q, ord=2, axis=(1, 2)) * infl, np.linalg.norm(b, axis=1) * infl, cD,
-        tuple(bl.table for bl in blocks), H, int(layers), float(T),
+        tuple(bl.table for bl in blocks), tuple(np.linalg.norm(bl.m, axis=-1) * (1.0 + 1e-12) for bl in blocks), H, int(layers), float(T),
         exact,
     )
 
@@ -321,6 +324,13 @@ def _growth(ctr: FixupCentre, i: int, rV: float, rq: float) -> float:
     R = ctr.radius[i]
     Rp = R * math.exp(T * rV)
     Dx = Rp - R  # token motion, every layer (seed 002 Lemma 3.2's argument)
+    # sharper: each layer moves token j by tau (1/H) sum_h |V_h| |m_hj| <= tau r_V rms_h |m_hj|, and a head's
+    # output moves by at most dm over the ball (bounded with the cruder Dx, which only enlarges it)
+    crude = _ball_moments(ctr.tables[i], ctr.q_norm + math.sqrt(H) * rq,
+                          math.sqrt(1.0 + Rp * Rp) * math.sqrt(H) * rq + (ctr.q_norm + math.sqrt(H) * rq) * Dx, Dx, Rp)
+    mn = ctr.feature_norms[i]  # (H, N): |m_hj| at the centre
+    m_ball = np.minimum(mn + crude["dm"][:, None], Rp)
+    Dx = min(Dx, T * rV * float(np.sqrt(np.mean(m_ball**2, axis=0)).max()) * (1.0 + 1e-12)) if rV > 0 else 0.0
     rp = math.sqrt(1.0 + Rp * Rp)
     dV = math.sqrt(H) * rV  # one head can carry the whole V budget ...
     dmax = math.sqrt(H) * rq  # ... or the whole (Q, b) budget
