@@ -27,9 +27,9 @@ For token sets :math:`X_1, \dots, X_n` and heads drawn from an init spec, the re
   Near initialisation the linearised residual decays at :math:`\lambda_0` and the loss at
   :math:`2\lambda_0`. It is *not* the rate of seed 002 Thm. 8.5: that theorem is stated for
   the readout loss with heads shared over depth (:func:`ntkcheck.dynamics.lipschitz.readout_ntk_fixup`,
-  ``ntkcheck screen --thm85``), and its rate is guaranteed only below the corrected eq. 30
-  threshold :math:`\lambda_0^4/(16 L_K^2(2\Lambda+\lambda_0))`, which needs targets and a
-  certified :math:`L_K` (:func:`ntkcheck.dynamics.lipschitz.convergence_certificate`, ``ntkcheck flow``).
+  ``ntkcheck screen --thm85``), and its rate is guaranteed only for targets close enough to the
+  initial outputs, which needs the targets and a certified bound on how far the NTK moves
+  (:func:`ntkcheck.dynamics.guarantee.convergence_certificate`, ``ntkcheck flow``).
 
 The report ends with a bottom line (:attr:`ScreenReport.bottom_line`): what the data is,
 what the verdict means for training, and what to do next.
@@ -80,8 +80,8 @@ RATE_CAVEAT = (
     "(1/2) sum_i ||x_T - y_i||^2 in L^2(mu_i) (ntkcheck flow's 1/n-normalised loss divides lambda_0 by n; "
     "heads shared by all layers multiply it by T). Near initialisation the residual decays at lambda_0 and "
     "the loss at 2 lambda_0. Not the rate of seed 002 Thm. 8.5, which is stated for the readout loss with heads "
-    "shared over depth (--thm85) and guaranteed only below the corrected eq. 30 threshold "
-    "lambda_0^4 / (16 L_K^2 (2 Lambda + lambda_0)), for given targets (ntkcheck flow certifies it)"
+    "shared over depth (--thm85) and guaranteed only for targets close enough to the initial "
+    "outputs, by a certified bound on how far the NTK moves (L_K; ntkcheck flow certifies it for given targets)"
 )
 
 

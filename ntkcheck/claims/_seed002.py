@@ -262,7 +262,7 @@ def _thm85_setup(inst: Instance) -> dict[str, Any]:
     if "setup" in cache:
         return cache["setup"]
     dynamics = importlib.import_module("ntkcheck.dynamics.model")
-    lipschitz = importlib.import_module("ntkcheck.dynamics.lipschitz")
+    lipschitz = importlib.import_module("ntkcheck.dynamics.guarantee")
     samples = [np.asarray(x, dtype=np.float64) for x in inst["samples"]]
     d, T, L = samples[0].shape[1], float(inst["T"]), int(inst["layers"])
     p0 = dynamics.init_params(d, int(inst["heads"]), q_scale=float(inst["q_scale"]), b_scale=1.0, seed=int(inst["seed"]))

@@ -110,8 +110,8 @@ EXIT_CODES: dict[str, str] = {
                "every such S); 3 not certified (e.g. below float64 resolution); 2 bad input (not square, NaN, "
                "not symmetric beyond 2 x --abs-error).",
     "flow": "0 the run ended (certified or not: the report says which); 1 the Thm. 8.5 guarantee is "
-            "certified but the run contradicts it (eq. 31 fails or the displacement exceeds the bound); "
-            "2 bad input.",
+            "certified but the run contradicts it (a record above the rounding floor exceeds the guaranteed "
+            "envelope exp(-rate s) Loss(0), or the displacement exceeds the guaranteed radius); 2 bad input.",
     "claims": "0 every claim holds (known-refuted claims fail as recorded); 1 a claim fails unexpectedly, "
               "falls short of its minimum of held instances or of its inconclusive budget, or its checker "
               "raises; 2 bad input.",

@@ -214,11 +214,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"rate: measured {res.rate_measured:.6g} (min_s -log(L(s)/L0)/s); no theorem rate: the NTK is singular "
                   "and the part of the residual in its kernel need not decay")
         else:
-            print(f"rate: measured {res.rate_measured:.6g} (min_s -log(L(s)/L0)/s), theorem (eq. 31) {res.rate_theorem:.6g}, "
-                  f"linearised 2 lambda_0 = {res.rate_linearised:.6g}; eq. 31 {'holds' if res.eq31_holds else 'FAILS'} on the run")
+            print(f"rate: measured {_measured(res)}, theorem (eq. 31) {res.rate_theorem:.6g}, linearised 2 lambda_0 = "
+                  f"{res.rate_linearised:.6g}; eq. 31 {'holds' if res.eq31_holds else 'FAILS'} on the run")
         print(f"displacement: max {res.displacement_max:.4g} <= Thm. 8.5 bound 2 sqrt(2 Lambda + lambda_0) Loss(0)^(1/2) / "
               f"lambda_0 = {res.displacement_bound:.4g}: {'yes' if res.displacement_max <= res.displacement_bound else 'NO'}")
-        _print_certificate(res.certificate)
+        _print_certificate(res)
         if args.plot:
             print(f"plot: {args.plot}")
     return code
@@ -236,28 +236,50 @@ def _fitted() -> Iterator[None]:
 
 
 def _exit_code(res: Any) -> int:
-    """1 when the Thm. 8.5 guarantee is certified but the run contradicts it; 0 otherwise."""
+    """1 when the Thm. 8.5 guarantee is certified but the run contradicts it (the guaranteed rate or
+    radius, or eq. 31 when the guaranteed rate implies it); 0 otherwise. Records at the rounding
+    floor contradict nothing (``LocalConvergence.loss_floor_rounding``)."""
     cert = res.certificate
     if cert is not None and cert.certified:
-        if not res.eq31_holds or res.displacement_max > res.displacement_bound:
+        if res.guarantee_holds is False or (cert.eq31_guaranteed and not res.eq31_holds):
             return EXIT_NEGATIVE
     return EXIT_OK
 
 
-def _print_certificate(cert: Any) -> None:
-    """The Thm. 8.5 certificate block (ntkcheck.dynamics.lipschitz): certified or by how much it misses."""
+def _print_certificate(res: Any) -> None:
+    """The Thm. 8.5 certificate block (ntkcheck.dynamics.guarantee): certified or by how much it misses,
+    the certified L_K beside the best ratio found on the same ball, and the check against the run."""
+    cert = res.certificate
     if cert is None:
-        print("certificate: none (the certified L_K covers heads shared over depth; per-layer heads given)")
+        print("certificate: none (the certified bounds cover heads shared over depth; per-layer heads given)")
         return
-    print(f"certificate (Thm. 8.5, corrected eq. 30): {'CERTIFIED' if cert.certified else 'not certified'}; "
-          f"L_K <= {cert.L_K:.4g} (certified, on D <= {cert.radius:.3g}), threshold {cert.threshold:.4e}, "
-          f"Loss(0) / threshold = {cert.excess_factor:.4g}")
+    how = "proved (ball arithmetic)" if cert.spectrum_proved else "float64 only, NOT proved"
+    print(f"certificate (Thm. 8.5, sharpened): {'CERTIFIED' if cert.certified else 'not certified'}; lambda_0 >= "
+          f"{cert.lambda_0:.6g}, Lambda <= {cert.lambda_max_0:.6g} ({how})")
+    print(f"  ball D <= {cert.radius:.3g}: Jacobian moves by at most {cert.deviation:.3g}, L_K <= {cert.L_K:.4g} "
+          f"(certified); best ratio found {res.lipschitz_lower:.4g} (L_K / found = {res.lipschitz_ratio:.3g})")
+    eps_max = (2.0 * cert.threshold) ** 0.5
+    print(f"  certifiable: Loss(0) <= {cert.threshold:.4e} (--eps <= {eps_max:.4g}); Loss(0) / that = "
+          f"{cert.excess_factor:.4g} (the corrected eq. 30 alone: Loss(0) <= {cert.threshold_eq30:.3e})")
     if cert.certified:
-        print(f"  guaranteed: Loss(s) <= exp(-{cert.rate_guaranteed:.6g} s) Loss(0) (eq. 31 rate {cert.rate_eq31:.6g}), "
-              f"displacement <= {cert.displacement_bound:.4g}")
+        verdict = {True: "the run obeys both", False: "the run CONTRADICTS it", None: "not checked"}[res.guarantee_holds]
+        print(f"  guaranteed: Loss(s) <= exp(-{cert.rate_guaranteed:.6g} s) Loss(0) (eq. 31 rate {cert.rate_eq31:.6g}"
+              f"{'' if cert.eq31_guaranteed else ', not implied'}), displacement <= {cert.displacement_bound:.4g}: "
+              f"{verdict}")
     else:
         print(f"  no guarantee: the initial loss is {cert.excess_factor:.3g} times too large "
               f"(targets {cert.excess_factor ** 0.5:.3g} times too far; the measured rate above is evidence only)")
+
+
+def _measured(res: Any) -> str:
+    """The measured rate, or why there is none: records at the rounding floor are not used."""
+    import math
+
+    floor = f"records at the rounding floor ({res.loss_floor_rounding:.2g}) not used"
+    if math.isnan(res.rate_measured):
+        return f"none (the loss reached the rounding floor {res.loss_floor_rounding:.2g} by the first record)"
+    n = len(res.flow.s) - 1
+    return f"{res.rate_measured:.6g} (min_s -log(L(s)/L0)/s{'' if res.rate_records == n else '; ' + floor})"
 
 
 def _stopped(flow: Any) -> str:
@@ -364,6 +386,13 @@ def _figure(res: Any) -> Any:
     ax[0].semilogy(s, res.flow.loss, "o-", ms=3, label="measured loss")
     ax[0].semilogy(s, res.loss_initial * np.exp(-res.lambda_0 * s), "--", label=r"$e^{-\lambda_0 s}L(0)$ (eq. 31)")
     ax[0].semilogy(s, res.loss_initial * np.exp(-2 * res.lambda_0 * s), ":", label=r"$e^{-2\lambda_0 s}L(0)$ (linearised)")
+    cert = getattr(res, "certificate", None)
+    if cert is not None and cert.certified:
+        ax[0].semilogy(s, res.loss_initial * np.exp(-cert.rate_guaranteed * s), "-", c="k", lw=1,
+                       label=f"guaranteed $e^{{-{cert.rate_guaranteed:.3g} s}}L(0)$ (certified)")
+    floor = getattr(res, "loss_floor_rounding", 0.0)
+    if floor > 0 and min(res.flow.loss) < 100 * floor:
+        ax[0].axhline(floor, ls="-.", c="gray", lw=0.8, label="rounding floor")
     ax[0].set_title("loss along the flow")
     ax[0].set_xlabel("flow time s")
     ax[0].set_ylabel("loss L(s)")
@@ -379,6 +408,8 @@ def _figure(res: Any) -> Any:
     ax[1].legend()
     ax[2].plot(s, res.flow.displacement, "o-", ms=3, label="measured displacement")
     ax[2].axhline(res.displacement_bound, ls="--", c="r", label="Thm. 8.5 bound (corrected)")
+    if cert is not None and cert.certified:
+        ax[2].axhline(cert.displacement_bound, ls="-", c="k", lw=1, label="guaranteed radius (certified)")
     ax[2].set_title("head displacement from initialisation")
     ax[2].set_xlabel("flow time s")
     ax[2].set_ylabel(r"$W_2(\rho_s, \rho_0)$")

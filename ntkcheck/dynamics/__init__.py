@@ -2,7 +2,10 @@
 
 What lives here: the model and its discrete adjoint (``model``), the NTK over all
 parameters (``ntk``), gradient flows with their stopping rule (``flow``), the certified
-Lipschitz bound behind seed 002 Thm. 8.5 (``lipschitz``), one module per experiment
+guarantee of seed 002 Thm. 8.5 (``guarantee``) and its pieces: the proved spectrum at FixUp
+(``spectrum_bound``), the deviation of the Jacobian on a ball (``jacobian_bound``, FixUp
+structure; ``lipschitz``, the propagated bound) and the search for the true constant
+(``lipschitz_search``); one module per experiment
 (``convergence``, ``plateau``, ``sweep``, ``depth``; shared helpers and the
 default data in ``_experiment``), the attention kernels on atoms with masses
 (``_attention``) and the exponential integrator (``_integrate``). The limit-theorem
@@ -31,15 +34,24 @@ from .flow import FlowStatus as FlowStatus
 from .flow import FlowTime as FlowTime
 from .flow import flow_time as flow_time
 from .flow import gradient_flow as gradient_flow
+
+# guarantee
+from .guarantee import ConvergenceCertificate as ConvergenceCertificate
+from .guarantee import certificate_from_spectrum as certificate_from_spectrum
+from .guarantee import convergence_certificate as convergence_certificate
+
+# jacobian_bound
+from .jacobian_bound import JacobianBound as JacobianBound
 from .lipschitz import ROUNDING_MARGIN as ROUNDING_MARGIN
-from .lipschitz import ConvergenceCertificate as ConvergenceCertificate
 
 # lipschitz
 from .lipschitz import LipschitzBound as LipschitzBound
-from .lipschitz import certificate_from_spectrum as certificate_from_spectrum
-from .lipschitz import convergence_certificate as convergence_certificate
 from .lipschitz import lipschitz_bound as lipschitz_bound
 from .lipschitz import readout_ntk_fixup as readout_ntk_fixup
+
+# search
+from .lipschitz_search import LipschitzSearch as LipschitzSearch
+from .lipschitz_search import lipschitz_search as lipschitz_search
 
 # model
 from .model import AttentionParams as AttentionParams
@@ -54,6 +66,10 @@ from .ntk import ntk_spectrum as ntk_spectrum
 # plateau
 from .plateau import KernelPlateau as KernelPlateau
 from .plateau import kernel_plateau as kernel_plateau
+
+# spectrum_bound
+from .spectrum_bound import CertifiedSpectrum as CertifiedSpectrum
+from .spectrum_bound import certified_spectrum as certified_spectrum
 
 # sweep
 from .sweep import EpsSweep as EpsSweep
@@ -78,6 +94,11 @@ __all__ = [
     'certificate_from_spectrum',
     'readout_ntk_fixup',
     'ROUNDING_MARGIN',
+    'JacobianBound',
+    'CertifiedSpectrum',
+    'certified_spectrum',
+    'LipschitzSearch',
+    'lipschitz_search',
     'default_samples',
     'overlap_example',
     'LocalConvergence',

@@ -37,6 +37,7 @@ from .model import AttentionParams, LossKind
 __all__ = [
     "LocalConvergence",
     "local_convergence",
+    "rounding_floor",
 ]
 
 
@@ -47,21 +48,30 @@ class LocalConvergence:
     Attributes
     ----------
     lambda_0, lambda_max_0 : extreme NTK eigenvalues at initialisation (``Lambda`` = lambda_max_0)
-    rate_measured : :math:`\min_{s>0} -\log(\mathcal L(s)/\mathcal L(0))/s` over the records; eq. 31
-        holds on the run iff ``rate_measured >= lambda_0`` (``loss* = 0``: the targets are reachable)
-    rate_asymptotic : slope of :math:`-\log\mathcal L` over the second half of the run
+    rate_measured : :math:`\min_{s>0} -\log(\mathcal L(s)/\mathcal L(0))/s` over the records above
+        ``loss_floor_rounding`` (``nan`` if none is); eq. 31 holds on those records iff
+        ``rate_measured >= lambda_0`` (``loss* = 0``: the targets are reachable)
+    rate_asymptotic : slope of :math:`-\log\mathcal L` over the second half of the records above the floor
     rate_linearised : ``2 lambda_0``, the slowest decay rate of the loss of the linearised flow
-    eq31_holds : every record satisfies :math:`\mathcal L(s)\le e^{-\lambda_0 s}\mathcal L(0)`
+    eq31_holds : every record satisfies :math:`\mathcal L(s)\le e^{-\lambda_0 s}\mathcal L(0)` up to
+        ``loss_floor_rounding`` (a record at the rounding floor violates nothing)
     linearisation_error : max over records of :math:`|\mathcal L - \mathcal L_{lin}| / \mathcal L_{lin}`,
         :math:`\mathcal L_{lin}(s) = \frac12|e^{-K_0 s}u_0|^2`
     displacement_max, displacement_bound : max particle displacement and the Thm. 8.5 bound with
         the corrected constants, :math:`2\sqrt{2\Lambda+\lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0`
         (guaranteed only when ``certificate.certified``)
-    lipschitz_lower : :math:`\max_s|\lambda_{\min}(K_s)-\lambda_0|/\mathrm{disp}(s)`, a measured lower
-        bound on ``L_K``: it can refute the corrected eq. 30, never establish it
-    certificate : :class:`ntkcheck.dynamics.lipschitz.ConvergenceCertificate` or None
-        Whether the corrected eq. 30 holds with a certified ``L_K`` and, if so, the guaranteed
-        rate and radius; ``None`` for per-layer heads (the bound covers shared heads).
+    lipschitz_lower : the largest :math:`\|K(\theta)-K(\theta')\|/D(\theta,\theta')` found on the
+        certificate's ball (:func:`ntkcheck.dynamics.lipschitz_search.lipschitz_search`): a lower bound
+        on the true constant, beside the certified ``certificate.L_K`` (``lipschitz_ratio`` = their ratio)
+    certificate : :class:`ntkcheck.dynamics.guarantee.ConvergenceCertificate` or None
+        Whether seed 002 Thm. 8.5 (sharpened, proved constants) guarantees the run and, if so, the
+        guaranteed rate and radius; ``None`` for per-layer heads (the bound covers shared heads).
+    loss_floor_rounding : :func:`rounding_floor`: records at or below it are not used for rates
+    rate_records : records (``s > 0``) above the floor that the rates use
+    guarantee_holds : when certified, whether every record obeys the guaranteed envelope
+        :math:`e^{-\text{rate}\,s}\mathcal L(0)` (up to the floor and the integration tolerance) and the
+        displacement stays within the guaranteed radius; ``None`` when nothing is certified
+    lipschitz_search : the search behind ``lipschitz_lower`` (or None)
     """
 
     loss_kind: str
@@ -86,6 +96,17 @@ class LocalConvergence:
     time_end: float
     flow: FlowResult = field(repr=False)
     certificate: Any = field(default=None, repr=False)
+    loss_floor_rounding: float = 0.0
+    rate_records: int = 0
+    guarantee_holds: bool | None = None
+    lipschitz_search: Any = field(default=None, repr=False)
+
+    @property
+    def lipschitz_ratio(self) -> float:
+        """Certified ``L_K`` over the best ratio found on the same ball (how loose the bound is)."""
+        if self.certificate is None or not self.lipschitz_lower > 0:
+            return float("nan")
+        return float(self.certificate.L_K / self.lipschitz_lower)
 
     def __repr__(self) -> str:
         return (f"LocalConvergence({self.loss_kind}, eps={self.eps:g}: lambda_0={self.lambda_0:.4g}, "
@@ -101,7 +122,9 @@ class LocalConvergence:
         out = {k: getattr(self, k) for k in (
             "loss_kind", "eps", "heads", "layers", "T", "per_layer", "lambda_0", "lambda_max_0", "loss_initial",
             "loss_final", "rate_theorem", "rate_measured", "rate_asymptotic", "rate_linearised", "eq31_holds",
-            "linearisation_error", "displacement_max", "displacement_bound", "lipschitz_lower", "time_end")}
+            "linearisation_error", "displacement_max", "displacement_bound", "lipschitz_lower", "time_end",
+            "loss_floor_rounding", "rate_records", "guarantee_holds", "lipschitz_ratio")}
+        out["lipschitz_search"] = None if self.lipschitz_search is None else self.lipschitz_search.to_dict()
         out["flow"] = self.flow.to_dict()
         out["certificate"] = None if self.certificate is None else self.certificate.to_dict()
         return out
@@ -137,6 +160,8 @@ def local_convergence(
     progress: bool | None = None,
     time_budget: float | None = None,
     loss_target: float | None = None,
+    search_evaluations: int = 200,
+    certify: bool = True,
 ) -> LocalConvergence:
     r"""Experiment (a): targets :math:`y = z_0 + \varepsilon r` near the initial outputs.
 
@@ -146,7 +171,9 @@ def local_convergence(
     the slowest linearised mode needs to lose ``decades`` decades of loss,
     :math:`\text{decades}\cdot\ln 10/(2\lambda_0)`. ``loss_target`` stops the run as soon as
     the loss reaches it, ``time_budget`` after that many wall-clock seconds (as in
-    :func:`~ntkcheck.dynamics.flow.gradient_flow`).
+    :func:`~ntkcheck.dynamics.flow.gradient_flow`). ``certify``: compute the certificate
+    (:mod:`ntkcheck.dynamics.guarantee`, a few seconds), and ``search_evaluations`` NTKs for the
+    Lipschitz search on its ball (0: no search).
 
     References: seed 002 Thm. 8.5 (eq. 31 and the displacement bound), seed 003 Thm. 4.
     """
@@ -181,32 +208,51 @@ def local_convergence(
     s = np.array(flow.s)
     Ls = np.array(flow.loss)
     L0 = Ls[0]
-    pos = s > 0
-    rates = -np.log(Ls[pos] / L0) / s[pos]
-    rate_measured = float(rates.min())
-    half = s >= s[-1] / 2
-    rate_asym = -_fit_slope(s[half], np.log(Ls[half]))
+    floor = rounding_floor(st.z0, y, int(layers), st.batch.X.shape[1])
+    above = Ls > floor  # below it the loss is rounding: no rate is measured there
+    pos = (s > 0) & above
+    rate_measured = float(np.min(-np.log(Ls[pos] / L0) / s[pos])) if np.any(pos) else float("nan")
+    keep = above & (s >= s[above][-1] / 2) if np.any(pos) else above
+    rate_asym = -_fit_slope(s[keep], np.log(Ls[keep]))
     coef = st.coords(-eps * u_dir)
     L_lin = 0.5 * np.sum((np.exp(-np.outer(s, st.evals)) * coef) ** 2, axis=1)
-    lin_err = float(np.max(np.abs(Ls - L_lin) / L_lin))
-    eq31 = bool(np.all(Ls <= np.exp(-lam0 * s) * L0 * (1 + 1e-9)))
+    seen = above & (L_lin > floor)
+    lin_err = float(np.max(np.abs(Ls[seen] - L_lin[seen]) / L_lin[seen]))
+    eq31 = bool(np.all(Ls <= np.exp(-lam0 * s) * L0 * (1 + 1e-9) + floor))
     disp = np.array(flow.displacement)
-    if track_ntk and np.any(disp > 0):
-        dl = np.abs(np.array(flow.lambda_min) - lam0)
-        seen = (disp > 0) & np.isfinite(dl)  # records where the NTK was computed
-        lip = float(np.max(dl[seen] / disp[seen])) if np.any(seen) else float("nan")
-    else:
-        lip = float("nan")
     # seed 002 Thm. 8.5 with the corrected constants (theory/local-convergence.md)
     bound = 2.0 * math.sqrt(2.0 * lamM + lam0) / lam0 * math.sqrt(L0) if lam0 > 0 else float("inf")
-    cert = None
-    if not params.per_layer:
-        from .lipschitz import certificate_from_spectrum
+    cert, search, holds = None, None, None
+    if certify and not params.per_layer:
+        from .guarantee import certificate_from_spectrum
 
         cert = certificate_from_spectrum(samples, params, layers=int(layers), T=float(T), loss=loss, lambda_min=lam0,
                                          lambda_max=lamM, loss_initial=float(L0))
+        if search_evaluations > 0 and np.isfinite(cert.radius) and cert.radius > 0:
+            from .lipschitz_search import lipschitz_search
+
+            search = lipschitz_search(samples, params, layers=int(layers), T=float(T), loss=loss, radius=cert.radius,
+                                      evaluations=search_evaluations, seconds=10.0, seed=seed)
+        if cert.certified:
+            tol = max(1e-6, 10.0 * rtol)
+            holds = bool(np.all(Ls <= np.exp(-cert.rate_guaranteed * s) * L0 * (1.0 + tol) + floor)
+                         and disp.max() <= cert.displacement_bound * (1.0 + tol) + 10.0 * atol)
+    lip = search.best_ratio if search is not None else float("nan")
     return LocalConvergence(
         loss, float(eps), params.heads, int(layers), float(T), params.per_layer, lam0, lamM, float(L0), float(Ls[-1]),
         lam0, rate_measured, float(rate_asym), 2.0 * lam0, eq31, lin_err, float(disp.max()), bound, lip, float(time_end), flow,
-        cert,
+        cert, float(floor), int(np.sum(pos)), holds, search,
     )
+
+
+def rounding_floor(z0: np.ndarray, y: np.ndarray, layers: int, atoms: int) -> float:
+    r"""The loss below which a computed loss is rounding, not signal.
+
+    The outputs pass through ``L`` layers of sums over at most ``N`` atoms and ``d`` coordinates,
+    so each carries an error of order :math:`(L + 1)(N + d)\,u\,s` with ``s`` the scale of the
+    outputs and targets; the floor is :math:`\frac12\sum (8(L+1)(N+d)\,u\,s)^2` over the outputs.
+    A record at or below it is consistent with every rate (``theory/local-convergence.md``).
+    """
+    scale = max(float(np.max(np.abs(z0))), float(np.max(np.abs(y))), 1.0)
+    e = 8.0 * (layers + 1) * (atoms + z0.shape[-1]) * 2.0**-53 * scale
+    return 0.5 * z0.size * e * e

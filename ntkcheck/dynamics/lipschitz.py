@@ -1,4 +1,4 @@
-r"""A certified upper bound on :math:`L_K` and the convergence certificate of seed 002 Thm. 8.5.
+r"""A certified upper bound on :math:`L_K` propagated through the layers, and the FixUp readout NTK.
 
 The model is the one :mod:`ntkcheck.dynamics.model` trains: ``H`` heads
 :math:`\theta_h = (V_h, Q_h, b_h)` shared by ``L`` explicit Euler layers of step
@@ -32,18 +32,9 @@ Lemma 3.1-type bounds with explicit constants), propagated through the ``L`` lay
 on quantities (norms of the data and of the heads) whose rounding is covered by a relative
 inflation of ``1e-12``.
 
-**The certificate** (seed 002 Thm. 8.5 with the corrected constants). Let
-:math:`\lambda_0 \le \lambda_{\min}(K_0)`, :math:`\Lambda \ge \lambda_{\max}(K_0)` and
-:math:`r_*` the smallest radius with :math:`r_* L_K(r_*) \ge \lambda_0/2`. If
-
-.. math::
-
-    \mathcal L(0) \le \frac{\lambda_0^4}{16\,L_K^2\,(2\Lambda + \lambda_0)}
-    \qquad\text{(corrected eq. 30)}
-
-then the flow stays within :math:`D \le W = 2\sqrt{2\Lambda+\lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0
-\le \lambda_0/(2L_K)` and :math:`\mathcal L(s) \le e^{-2(\lambda_0 - L_K W)s}\,\mathcal L(0)
-\le e^{-\lambda_0 s}\mathcal L(0)` (eq. 31 and its sharper form from the same proof).
+This is the *propagated* bound: valid around any centre, far from sharp (at FixUp the bound of
+:mod:`ntkcheck.dynamics.jacobian_bound` uses the structure of the centre and is taken where it is
+smaller); the certificate of seed 002 Thm. 8.5 that uses them is in :mod:`ntkcheck.dynamics.guarantee`.
 
 References: seed 002 ("A Mean-Field Theory of Transformers") Thm. 8.5, Assumption 7,
 Lemma 3.1; seed 003 ("Training Infinitely Deep and Wide Transformers") Thm. 4.
@@ -63,9 +54,6 @@ from ..errors import DomainError, InputError
 __all__ = [
     "LipschitzBound",
     "lipschitz_bound",
-    "ConvergenceCertificate",
-    "convergence_certificate",
-    "certificate_from_spectrum",
     "readout_ntk_fixup",
     "ROUNDING_MARGIN",
 ]
@@ -276,196 +264,6 @@ def _bound(atoms: list[np.ndarray], params: Any, layers: int, T: float, loss: st
     B1 = min(math.sqrt(scale * float(np.sum(s * s))), math.sqrt(lambda_max_0) + B2 * radius) * _INFLATE
     return LipschitzBound(radius, 2.0 * B1 * B2 * _INFLATE, B1, B2, lambda_max_0,
                           tuple(p[2] for p in per), H, layers, T, loss)
-
-
-# ----------------------------------------------------------------------------- the certificate
-
-
-@dataclass(frozen=True)
-class ConvergenceCertificate:
-    r"""Seed 002 Thm. 8.5 with the corrected constants, for given data, heads and targets.
-
-    Attributes
-    ----------
-    certified : bool
-        Whether the corrected eq. 30 holds with the certified ``L_K``:
-        :math:`\mathcal L(0) \le \lambda_0^4 / (16 L_K^2 (2\Lambda + \lambda_0))`.
-    loss_initial : float
-        :math:`\mathcal L(0)` (the certificate bounds the loss itself; ``Loss* = 0`` follows).
-    lambda_0, lambda_max_0 : float
-        Certified :math:`\lambda_0 \le \lambda_{\min}(K_0)`, :math:`\Lambda \ge \lambda_{\max}(K_0)`
-        (float64 spectrum widened by ``ROUNDING_MARGIN * Lambda``).
-    L_K : float
-        Certified Lipschitz constant on the ball of radius ``radius``.
-    radius : float
-        :math:`r_*`, smallest radius with :math:`r_* L_K(r_*) \ge \lambda_0 / 2`: the proof's
-        ball :math:`D \le \lambda_0/(2 L_K)` lies inside it.
-    threshold : float
-        Right side of the corrected eq. 30.
-    excess_factor : float
-        ``loss_initial / threshold``: at most 1 when certified; otherwise the factor by
-        which the initial loss is too large.
-    displacement_bound : float
-        :math:`W = 2\sqrt{2\Lambda+\lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0` (guaranteed when
-        certified: :math:`D(\theta_s, \theta_0) \le W` for all ``s``).
-    rate_eq31 : float
-        :math:`\lambda_0`, the rate of eq. 31 (guaranteed when certified).
-    rate_guaranteed : float
-        :math:`2(\lambda_0 - L_K W) \ge \lambda_0`: guaranteed decay rate of the loss when
-        certified (``nan`` otherwise). Tends to the linearised rate :math:`2\lambda_0` as
-        :math:`\mathcal L(0) \to 0`; ``2 L_K W`` is its distance to it.
-    bound : LipschitzBound
-    """
-
-    certified: bool
-    loss_initial: float
-    lambda_0: float
-    lambda_max_0: float
-    L_K: float
-    radius: float
-    threshold: float
-    excess_factor: float
-    displacement_bound: float
-    rate_eq31: float
-    rate_guaranteed: float
-    bound: LipschitzBound | None
-
-    @property
-    def message(self) -> str:
-        if self.lambda_0 <= 0:
-            return "not certified: the NTK at initialisation is not positive (lambda_0 <= 0)"
-        if self.certified:
-            return (f"certified: Loss(0) = {self.loss_initial:.3e} <= {self.threshold:.3e} (corrected eq. 30); "
-                    f"Loss(s) <= exp(-{self.rate_guaranteed:.4g} s) Loss(0), displacement <= {self.displacement_bound:.3g}")
-        return (f"not certified: Loss(0) = {self.loss_initial:.3e} exceeds the corrected eq. 30 threshold "
-                f"{self.threshold:.3e} by a factor {self.excess_factor:.3g}")
-
-    def __repr__(self) -> str:
-        return f"ConvergenceCertificate({self.message}; L_K <= {self.L_K:.4g}, lambda_0 = {self.lambda_0:.4g})"
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ConvergenceCertificate:
-        """The result from its :meth:`to_dict` (a saved JSON object)."""
-        return restore(cls, d, bound=lambda b: None if b is None else LipschitzBound.from_dict(b))
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "bound"}
-        out["bound"] = None if self.bound is None else self.bound.to_dict()
-        out["message"] = self.message
-        return out
-
-
-def certificate_from_spectrum(
-    samples: Any,
-    params: Any,
-    *,
-    layers: int,
-    lambda_min: float,
-    lambda_max: float,
-    loss_initial: float,
-    T: float = 1.0,
-    loss: str = "readout",
-) -> ConvergenceCertificate:
-    r"""The certificate from a float64 spectrum of :math:`K_0` and the initial loss.
-
-    ``lambda_min``, ``lambda_max`` are the computed extreme eigenvalues of :math:`K_0`
-    (widened here by ``ROUNDING_MARGIN * lambda_max``); ``loss_initial`` is
-    :math:`\mathcal L(0) = \frac12|W^{1/2}(z_0 - y)|^2`. See :func:`convergence_certificate`.
-    """
-    if not all(np.isfinite(v) for v in (lambda_min, lambda_max, loss_initial)) or loss_initial < 0:
-        raise DomainError(f"expected finite lambda_min, lambda_max and loss_initial >= 0, got "
-                          f"{lambda_min!r}, {lambda_max!r}, {loss_initial!r}")
-    margin = ROUNDING_MARGIN * abs(lambda_max)
-    lam0, lamM = float(lambda_min) - margin, float(lambda_max) + margin
-    L0 = float(loss_initial) * _INFLATE
-    nan = float("nan")
-    if lam0 <= 0:
-        return ConvergenceCertificate(False, L0, lam0, lamM, nan, nan, 0.0, math.inf, nan, nan, nan, None)
-
-    atoms = _check_model(samples, params, layers, T, loss)
-
-    def bound(r: float) -> LipschitzBound:
-        return _bound(atoms, params, int(layers), float(T), loss, r, lamM)
-
-    # r L_K(r) is increasing from 0; r_hi = lambda_0 / (2 L_K(0)) satisfies r L_K(r) >= lambda_0 / 2
-    LK0 = bound(0.0).L_K
-    if not LK0 > 0:  # every token at the origin: no positive lambda_0 either (handled above); be safe
-        return ConvergenceCertificate(False, L0, lam0, lamM, nan, nan, 0.0, math.inf, nan, nan, nan, None)
-    r_hi = lam0 / (2.0 * LK0)
-    r_lo = 0.0
-    for _ in range(60):
-        mid = 0.5 * (r_lo + r_hi)
-        if mid * bound(mid).L_K >= lam0 / 2:
-            r_hi = mid
-        else:
-            r_lo = mid
-    b = bound(r_hi)
-    LK = b.L_K
-    threshold = lam0**4 / (16.0 * LK**2 * (2.0 * lamM + lam0)) / _INFLATE
-    W = 2.0 * math.sqrt(2.0 * lamM + lam0) * math.sqrt(L0) / lam0 * _INFLATE
-    ok = bool(L0 <= threshold)
-    rate = 2.0 * (lam0 - LK * W) / _INFLATE if ok else nan
-    return ConvergenceCertificate(ok, L0, lam0, lamM, LK, r_hi, threshold, L0 / threshold if threshold > 0 else math.inf,
-                                  W, lam0, rate, b)
-
-
-def convergence_certificate(
-    samples: Any,
-    params: Any,
-    targets: Any,
-    *,
-    layers: int,
-    T: float = 1.0,
-    loss: str = "readout",
-) -> ConvergenceCertificate:
-    r"""Whether seed 002 Thm. 8.5 (corrected constants) guarantees linear convergence here.
-
-    Computes :math:`K_0` at ``params`` (:func:`ntkcheck.dynamics.ntk.ntk_spectrum`), the
-    initial loss for ``targets``, the certified :math:`L_K` (:func:`lipschitz_bound`) on the
-    ball the proof needs, and checks the corrected eq. 30
-
-    .. math::
-
-        \mathcal L(0) \le \frac{\lambda_0^4}{16 L_K^2 (2\Lambda + \lambda_0)} .
-
-    Where it holds, gradient flow :math:`d\theta_h/ds = -H\nabla_{\theta_h}\mathcal L` satisfies
-    :math:`\mathcal L(s) \le e^{-r_g s}\mathcal L(0)` with the guaranteed rate
-    :math:`r_g = 2(\lambda_0 - L_K W) \ge \lambda_0` and
-    :math:`D(\theta_s, \theta_0) \le W = 2\sqrt{2\Lambda + \lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0`.
-    Where it does not, ``excess_factor`` says by how much the initial loss is too large.
-
-    Parameters
-    ----------
-    samples : list of (N_i, d) arrays
-    params : ntkcheck.dynamics.model.AttentionParams
-        Heads shared over depth (usually FixUp, ``V = 0``).
-    targets : (n, d) array (readout) or list of (N_i, d) arrays (tokens)
-    layers, T, loss :
-        The model, as in :func:`ntkcheck.dynamics.flow.gradient_flow`.
-
-    Returns
-    -------
-    ConvergenceCertificate
-
-    References: seed 002 Thm. 8.5 (eqs. 30-31, corrected constants); ``theory/local-convergence.md``.
-
-    Examples
-    --------
-    >>> from ntkcheck.dynamics import init_params
-    >>> x = [np.array([[0.3, -1.1], [1.7, 0.2]]), np.array([[1.2, 1.3], [-0.8, -0.6]])]
-    >>> y = np.array([m.mean(axis=0) for m in x]) + 1e-9   # targets next to the initial outputs
-    >>> c = convergence_certificate(x, init_params(2, 6, seed=0), y, layers=2)
-    >>> c.certified, bool(c.rate_guaranteed >= c.lambda_0)
-    (True, True)
-    """
-    from .model import loss_and_grad
-    from .ntk import ntk_spectrum
-
-    _check_model(samples, params, layers, T, loss)
-    spec = ntk_spectrum(samples, params, layers=layers, T=T, loss=loss)  # type: ignore[arg-type]
-    L0, _ = loss_and_grad(samples, params, targets, layers=layers, T=T, loss=loss)  # type: ignore[arg-type]
-    return certificate_from_spectrum(samples, params, layers=layers, lambda_min=spec.lambda_min,
-                                     lambda_max=spec.lambda_max, loss_initial=L0, T=T, loss=loss)
 
 
 # ----------------------------------------------------------------------------- the Thm. 8.5 rate at FixUp

@@ -74,6 +74,7 @@ def eps_sweep(
     if len(eps_values) == 0:
         raise InputError("eps_values: give at least one eps")
     kwargs.setdefault("track_ntk", False)
+    kwargs.setdefault("certify", False)  # the sweep reads rates and displacements only
     res = [local_convergence(samples, eps=float(e), **kwargs) for e in eps_values]
     lam0 = res[0].lambda_0
     rates = [r.rate_measured for r in res]

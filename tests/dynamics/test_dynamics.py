@@ -257,7 +257,7 @@ def test_flow_follows_the_linearised_flow_of_the_fd_ntk(loss, per_layer):
 def test_local_convergence_reports_the_corrected_theorem():
     """LocalConvergence carries the corrected displacement bound 2 sqrt(2 Lambda + lambda_0) L0^(1/2) /
     lambda_0 and the certificate of ntkcheck.dynamics.lipschitz for the same data, heads and targets."""
-    from ntkcheck.dynamics.lipschitz import convergence_certificate
+    from ntkcheck.dynamics.guarantee import convergence_certificate
 
     samples = _small()
     r = local_convergence(samples, heads=6, layers=2, eps=1.5e-5, loss="readout", n_records=6, decades=2.0)

@@ -15,11 +15,8 @@ import pytest
 
 from ntkcheck.cgf import as_laws
 from ntkcheck.dynamics import AttentionParams, forward, gradient_flow, init_params, ntk_spectrum
-from ntkcheck.dynamics.lipschitz import (
-    convergence_certificate,
-    lipschitz_bound,
-    readout_ntk_fixup,
-)
+from ntkcheck.dynamics.guarantee import convergence_certificate
+from ntkcheck.dynamics.lipschitz import lipschitz_bound, readout_ntk_fixup
 from ntkcheck.errors import DomainError, InputError
 
 #: central differences of O(1) outputs with h = 1e-6: truncation ~h^2 = 1e-12, rounding
@@ -128,34 +125,6 @@ def test_readout_ntk_fixup_is_the_fd_ntk():
     p = init_params(2, 5, seed=1)
     ev = np.sort(np.repeat(readout_ntk_fixup(samples, p.Q, p.b, T=1.5), 2))
     np.testing.assert_allclose(np.linalg.eigvalsh(_ntk_fd(samples, p, 3, 1.5)), ev, rtol=0, atol=1e-8 * ev[-1])
-
-
-def test_certificate_threshold_and_factor():
-    """The corrected eq. 30: certified iff Loss(0) <= lambda_0^4 / (16 L_K^2 (2 Lambda + lambda_0)),
-    and where not, excess_factor = Loss(0) / threshold; the constants recomputed here from the
-    certificate's own lambda_0, Lambda, L_K (the algebra of MATH-style eq. 30)."""
-    samples = DATASETS["two samples d=2"]
-    p = init_params(2, 6, seed=0)
-    z0 = np.stack([x.mean(axis=0) for x in samples])
-    u = np.array([[0.6, -0.8], [0.0, 0.0]])  # unit residual direction
-    near = convergence_certificate(samples, p, z0 + 1e-5 * u, layers=2)
-    far = convergence_certificate(samples, p, z0 + 1e-1 * u, layers=2)
-    for c in (near, far):
-        lam0, lamM, LK = c.lambda_0, c.lambda_max_0, c.L_K
-        np.testing.assert_allclose(c.threshold, lam0**4 / (16 * LK**2 * (2 * lamM + lam0)), rtol=1e-9)
-        np.testing.assert_allclose(c.displacement_bound, 2 * math.sqrt(2 * lamM + lam0) * math.sqrt(c.loss_initial) / lam0,
-                                   rtol=1e-9)
-        # the proof's ball: radius >= lambda_0 / (2 L_K), on which L_K was certified
-        assert c.radius * LK >= lam0 / 2 * (1 - 1e-12)
-    assert near.certified and not far.certified
-    np.testing.assert_allclose(far.excess_factor, far.loss_initial / far.threshold, rtol=1e-12)
-    assert far.excess_factor > 1 > near.excess_factor
-    # the guaranteed rate lies between eq. 31's lambda_0 and the linearised 2 lambda_0
-    assert near.lambda_0 <= near.rate_guaranteed <= 2 * near.lambda_0
-    assert math.isnan(far.rate_guaranteed)
-    # lambda_0 and Lambda: the FD-free closed form, widened by the rounding margin only
-    ev = readout_ntk_fixup(samples, p.Q, p.b)
-    np.testing.assert_allclose([near.lambda_0, near.lambda_max_0], [ev[0], ev[-1]], rtol=1e-8)
 
 
 def test_certified_flow_obeys_the_guarantee():

@@ -1,0 +1,288 @@
+r"""The convergence guarantee of seed 002 Thm. 8.5 for given data, heads and targets, proved.
+
+**The statement certified** (``theory/local-convergence.md``, "The certified guarantee"). Let
+:math:`\sigma_0 = \sqrt{\lambda_0}` with :math:`\lambda_0 \le \lambda_{\min}(K_0)` proved
+(:mod:`ntkcheck.dynamics.spectrum_bound`), :math:`\beta(r) \ge \sup_{D(\theta,\theta_0)\le r}\|B(\theta) - B_0\|`
+(:mod:`ntkcheck.dynamics.jacobian_bound`, :math:`K = BB^\top`) and :math:`|u_0| = \sqrt{2\mathcal L(0)}`. If
+for some radius ``r``
+
+.. math::
+
+    (\sigma_0 - \beta(r))\, r \;\ge\; \sqrt{2\mathcal L(0)},
+
+then along the gradient flow :math:`D(\theta_s, \theta_0) \le W = \sqrt{2\mathcal L(0)}/(\sigma_0 - \beta(r)) \le r`
+and :math:`\mathcal L(s) \le e^{-2(\sigma_0 - \beta(r))^2 s}\,\mathcal L(0)`. Two steps of the seed's
+proof are sharpened: the coercivity on the ball comes from Weyl's inequality for singular
+values, :math:`\sigma_{\min}(B(\theta)) \ge \sigma_0 - \|B(\theta) - B_0\|` (no :math:`\Lambda`, no factor
+:math:`\|B\|`), and the displacement from the Polyak-Łojasiewicz length bound
+:math:`\int_0^\infty|\dot\theta|_\rho\,ds \le \sqrt{2\mathcal L(0)/\lambda_{\rm low}}` (no :math:`\Lambda`).
+Whenever the corrected eq. 30, :math:`\mathcal L(0) \le \lambda_0^4/(16 L_K^2(2\Lambda+\lambda_0))`, holds
+with the certified ``L_K``, so does this condition; the converse fails by large factors.
+
+References: seed 002 ("A Mean-Field Theory of Transformers") Thm. 8.5 (eqs. 30-31), Assumption 7;
+seed 003 ("Training Infinitely Deep and Wide Transformers") Thm. 4.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import DomainError
+from .jacobian_bound import JacobianBound, fixup_centre, second_derivative_bound
+from .lipschitz import ROUNDING_MARGIN, _bound, _check_model
+
+__all__ = [
+    "ConvergenceCertificate",
+    "certificate_from_spectrum",
+    "convergence_certificate",
+]
+
+#: radii on which the condition is checked: geometric, this many per decade
+_PER_DECADE = 16
+#: decades of radius scanned below sigma_0 / M_2(0), where the condition can first hold
+_DECADES = 5
+
+
+@dataclass(frozen=True)
+class ConvergenceCertificate:
+    r"""Seed 002 Thm. 8.5 (sharpened, ``theory/local-convergence.md``) for given data, heads and targets.
+
+    Attributes
+    ----------
+    certified : bool
+        The condition :math:`(\sigma_0 - \beta(r))r \ge \sqrt{2\mathcal L(0)}` holds for some ``r``
+        and the spectrum is proved.
+    loss_initial : float
+        :math:`\mathcal L(0)`.
+    lambda_0, lambda_max_0 : float
+        Proved :math:`\lambda_0 \le \lambda_{\min}(K_0)`, :math:`\Lambda \ge \lambda_{\max}(K_0)` when
+        ``spectrum_proved`` (else float64 values widened by ``ROUNDING_MARGIN``, and nothing is certified).
+    spectrum_proved : bool
+    radius : float
+        The ball of the certificate: the smallest checked ``r`` where the condition holds, or,
+        when it holds nowhere, the one where :math:`(\sigma_0 - \beta(r))r` is largest.
+    deviation : float
+        :math:`\beta(r) \ge \sup\|B(\theta) - B_0\|` on that ball.
+    L_K : float
+        Certified :math:`\|K(\theta) - K(\theta')\| \le L_K D(\theta,\theta')` on that ball.
+    threshold : float
+        Largest :math:`\mathcal L(0)` the certificate admits, :math:`\max_r (\sigma_0 - \beta(r))^2 r^2/2`.
+    excess_factor : float
+        ``loss_initial / threshold`` (at most 1 when certified).
+    threshold_eq30 : float
+        The corrected eq. 30 with this ``L_K`` on the ball :math:`r L_K(r) = \lambda_0/2`, for comparison.
+    displacement_bound : float
+        :math:`W = \sqrt{2\mathcal L(0)}/(\sigma_0 - \beta(r))`: guaranteed :math:`D(\theta_s,\theta_0) \le W`.
+    rate_eq31 : float
+        :math:`\lambda_0`, the rate of seed 002 eq. 31.
+    rate_guaranteed : float
+        :math:`2(\sigma_0 - \beta(r))^2`: guaranteed :math:`\mathcal L(s) \le e^{-\text{rate}\,s}\mathcal L(0)`
+        (``nan`` when not certified). Tends to the linearised rate :math:`2\lambda_0` as
+        :math:`\mathcal L(0) \to 0`; at least :math:`\lambda_0` (eq. 31) when :math:`\beta \le (1 - 2^{-1/2})\sigma_0`.
+    method : str
+        ``"fixup-structure"`` (the bound of :mod:`ntkcheck.dynamics.jacobian_bound`) or ``"propagated"``.
+    bound : JacobianBound or None
+    """
+
+    certified: bool
+    loss_initial: float
+    lambda_0: float
+    lambda_max_0: float
+    spectrum_proved: bool
+    radius: float
+    deviation: float
+    L_K: float
+    threshold: float
+    excess_factor: float
+    threshold_eq30: float
+    displacement_bound: float
+    rate_eq31: float
+    rate_guaranteed: float
+    method: str
+    bound: JacobianBound | None
+
+    @property
+    def eq31_guaranteed(self) -> bool:
+        """Whether the guaranteed rate is at least eq. 31's :math:`\\lambda_0`."""
+        return bool(self.certified and self.rate_guaranteed >= self.lambda_0)
+
+    @property
+    def message(self) -> str:
+        if self.lambda_0 <= 0:
+            return "not certified: the NTK at initialisation is not proved positive (lambda_0 <= 0)"
+        if not self.spectrum_proved:
+            return "not certified: the NTK spectrum at initialisation is not proved (float64 only)"
+        if self.certified:
+            return (f"certified: Loss(0) = {self.loss_initial:.3e} <= {self.threshold:.3e}; "
+                    f"Loss(s) <= exp(-{self.rate_guaranteed:.4g} s) Loss(0), displacement <= {self.displacement_bound:.3g}")
+        return (f"not certified: Loss(0) = {self.loss_initial:.3e} exceeds the certifiable {self.threshold:.3e} "
+                f"by a factor {self.excess_factor:.3g}")
+
+    def __repr__(self) -> str:
+        return f"ConvergenceCertificate({self.message}; L_K <= {self.L_K:.4g}, lambda_0 >= {self.lambda_0:.4g})"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "bound"}
+        out["bound"] = None if self.bound is None else self.bound.to_dict()
+        out["eq31_guaranteed"] = self.eq31_guaranteed
+        out["message"] = self.message
+        return out
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """The bound on a geometric grid of radii: ``M_2``, ``beta`` (an upper sum) and ``g = (sigma_0 - beta) r``."""
+
+    r: np.ndarray
+    M2: np.ndarray
+    beta: np.ndarray
+    g: np.ndarray
+    growth: np.ndarray
+    propagated: np.ndarray
+    first_order: float
+
+
+def _scan(samples: Any, params: Any, layers: int, T: float, loss: str, sigma0: float, lamM: float) -> _Scan:
+    r"""``beta(r_k) <= sum_{j<=k} M_2(r_j)(r_j - r_{j-1})``: on :math:`(r_{j-1}, r_j]` the supremum of
+    :math:`\|D^2 z\|` over the smaller ball is at most the bound at :math:`r_j`."""
+    atoms = _check_model(samples, params, layers, T, loss)
+    ctr = fixup_centre(samples, params, layers=layers, T=T) if loss == "readout" else None
+
+    def prop(r: float) -> float:
+        try:
+            return _bound(atoms, params, layers, T, loss, r, lamM).hessian_bound
+        except OverflowError:  # a radius far beyond any use
+            return math.inf
+
+    M0 = second_derivative_bound(ctr, prop, 0.0)[0]
+    top = min(sigma0 / max(M0, 1e-300), 1e3)  # radii beyond 1e3 are not scanned (the threshold is only smaller)
+    r = np.geomspace(top * 10.0**-_DECADES, top, _DECADES * _PER_DECADE + 1)
+    vals = [second_derivative_bound(ctr, prop, float(x)) for x in r]
+    M2 = np.array([v[0] for v in vals])
+    widths = np.diff(np.concatenate([[0.0], r]))
+    beta = np.cumsum(M2 * widths) * (1.0 + 1e-12)
+    g = (sigma0 - beta) * r
+    first = ctr.first_order if ctr is not None else float("nan")
+    return _Scan(r, M2, beta, g, np.array([v[1] for v in vals]), np.array([v[2] for v in vals]), first)
+
+
+def certificate_from_spectrum(
+    samples: Any,
+    params: Any,
+    *,
+    layers: int,
+    lambda_min: float,
+    lambda_max: float,
+    loss_initial: float,
+    T: float = 1.0,
+    loss: str = "readout",
+) -> ConvergenceCertificate:
+    r"""The certificate for the initial loss ``loss_initial``.
+
+    The spectrum of :math:`K_0` is proved here (:func:`ntkcheck.dynamics.spectrum_bound.certified_spectrum`);
+    ``lambda_min``, ``lambda_max`` (float64, e.g. from :func:`ntkcheck.dynamics.ntk.ntk_spectrum`) are used,
+    widened by ``ROUNDING_MARGIN``, only where it cannot be proved, and then nothing is certified.
+    See :func:`convergence_certificate`.
+    """
+    from .spectrum_bound import certified_spectrum
+
+    if not all(np.isfinite(v) for v in (lambda_min, lambda_max, loss_initial)) or loss_initial < 0:
+        raise DomainError(f"expected finite lambda_min, lambda_max and loss_initial >= 0, got "
+                          f"{lambda_min!r}, {lambda_max!r}, {loss_initial!r}")
+    _check_model(samples, params, layers, T, loss)
+    spec = certified_spectrum(samples, params, layers=int(layers), T=float(T), loss=loss)
+    if spec.proved:
+        lam0, lamM = spec.lower, spec.upper
+    else:
+        margin = ROUNDING_MARGIN * abs(lambda_max)
+        lam0, lamM = float(lambda_min) - margin, float(lambda_max) + margin
+    L0 = float(loss_initial) * (1.0 + 1e-12)
+    nan = float("nan")
+    if lam0 <= 0:
+        return ConvergenceCertificate(False, L0, lam0, lamM, spec.proved, nan, nan, nan, 0.0, math.inf, 0.0, nan, lam0,
+                                      nan, "none", None)
+    sigma0 = math.sqrt(lam0) * (1.0 - 1e-15)
+    sc = _scan(samples, params, int(layers), float(T), loss, sigma0, lamM)
+    eps_u = math.sqrt(2.0 * L0) * (1.0 + 1e-15)
+    ok = np.nonzero(sc.g >= eps_u)[0]
+    k = int(ok[0]) if ok.size and eps_u > 0 else int(np.argmax(sc.g))
+    if eps_u == 0 and ok.size:
+        k = 0
+    certified = bool(ok.size) and spec.proved
+    low = sigma0 - sc.beta[k]
+    threshold = float(np.max(sc.g)) ** 2 / 2.0 / (1.0 + 1e-12)
+    LK = 2.0 * sc.M2[k] * (math.sqrt(lamM) + sc.beta[k]) * (1.0 + 1e-12)
+    W = eps_u / low * (1.0 + 1e-12) if low > 0 else math.inf
+    rate = 2.0 * low * low * (1.0 - 1e-12) if certified else nan
+    bound = JacobianBound(float(sc.r[k]), float(sc.M2[k]), float(sc.beta[k]), float(LK), sc.first_order,
+                          float(sc.growth[k]), float(sc.propagated[k]), float(lamM))
+    excess = L0 / threshold if threshold > 0 else math.inf
+    method = "fixup-structure" if math.isfinite(sc.first_order) else "propagated"
+    return ConvergenceCertificate(certified, L0, lam0, lamM, spec.proved, float(sc.r[k]), float(sc.beta[k]), float(LK),
+                                  threshold, excess, _threshold_eq30(sc, lam0, lamM), float(W), lam0, rate, method,
+                                  bound)
+
+
+def _threshold_eq30(sc: _Scan, lam0: float, lamM: float) -> float:
+    """The corrected eq. 30 with the certified two-point L_K on the smallest ball with r L_K(r) >= lambda_0 / 2."""
+    LK = 2.0 * sc.M2 * (math.sqrt(lamM) + sc.beta)
+    hit = np.nonzero(sc.r * LK >= lam0 / 2.0)[0]
+    L = float(LK[hit[0]]) if hit.size else float(LK[-1])
+    return lam0**4 / (16.0 * L * L * (2.0 * lamM + lam0)) / (1.0 + 1e-12)
+
+
+def convergence_certificate(
+    samples: Any,
+    params: Any,
+    targets: Any,
+    *,
+    layers: int,
+    T: float = 1.0,
+    loss: str = "readout",
+) -> ConvergenceCertificate:
+    r"""Whether seed 002 Thm. 8.5 (sharpened, proved constants) guarantees linear convergence here.
+
+    Computes the initial loss for ``targets``, proves the spectrum of :math:`K_0`, bounds the
+    deviation :math:`\beta(r)` of the Jacobian on balls around ``params`` and checks
+    :math:`(\sigma_0 - \beta(r))\,r \ge \sqrt{2\mathcal L(0)}` for some ``r``. Where it holds, gradient
+    flow :math:`d\theta_h/ds = -H\nabla_{\theta_h}\mathcal L` satisfies
+    :math:`\mathcal L(s) \le e^{-r_g s}\mathcal L(0)`, :math:`r_g = 2(\sigma_0 - \beta(r))^2`, and
+    :math:`D(\theta_s, \theta_0) \le W = \sqrt{2\mathcal L(0)}/(\sigma_0 - \beta(r))`. Where it does not,
+    ``excess_factor`` says by how much the initial loss is too large.
+
+    Parameters
+    ----------
+    samples : list of (N_i, d) arrays
+    params : ntkcheck.dynamics.model.AttentionParams
+        Heads shared over depth (usually FixUp, ``V = 0``).
+    targets : (n, d) array (readout) or list of (N_i, d) arrays (tokens)
+    layers, T, loss :
+        The model, as in :func:`ntkcheck.dynamics.flow.gradient_flow`.
+
+    Returns
+    -------
+    ConvergenceCertificate
+
+    References: seed 002 Thm. 8.5 (eqs. 30-31); ``theory/local-convergence.md``.
+
+    Examples
+    --------
+    >>> from ntkcheck.dynamics import init_params
+    >>> x = [np.array([[0.3, -1.1], [1.7, 0.2]]), np.array([[1.2, 1.3], [-0.8, -0.6]])]
+    >>> y = np.array([m.mean(axis=0) for m in x]) + 1e-6   # targets next to the initial outputs
+    >>> c = convergence_certificate(x, init_params(2, 6, seed=0), y, layers=2)
+    >>> c.certified, bool(c.rate_guaranteed >= c.lambda_0)
+    (True, True)
+    """
+    from .model import loss_and_grad
+    from .ntk import ntk_spectrum
+
+    _check_model(samples, params, layers, T, loss)
+    spec = ntk_spectrum(samples, params, layers=layers, T=T, loss=loss)  # type: ignore[arg-type]
+    L0, _ = loss_and_grad(samples, params, targets, layers=layers, T=T, loss=loss)  # type: ignore[arg-type]
+    return certificate_from_spectrum(samples, params, layers=layers, lambda_min=spec.lambda_min,
+                                     lambda_max=spec.lambda_max, loss_initial=L0, T=T, loss=loss)
