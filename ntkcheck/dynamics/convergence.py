@@ -116,7 +116,7 @@ class LocalConvergence:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LocalConvergence:
         """The result from its :meth:`to_dict` (a saved JSON object)."""
-        return restore(cls, d, flow=FlowResult.from_dict, certificate=_certificate)
+        return restore(cls, d, flow=FlowResult.from_dict, certificate=_certificate, lipschitz_search=_search)
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in (
@@ -131,9 +131,15 @@ class LocalConvergence:
 
 
 def _certificate(c: Any) -> Any:
-    from .lipschitz import ConvergenceCertificate
+    from .guarantee import ConvergenceCertificate
 
     return None if c is None else ConvergenceCertificate.from_dict(c)
+
+
+def _search(s: Any) -> Any:
+    from .lipschitz_search import LipschitzSearch
+
+    return None if s is None else LipschitzSearch.from_dict(s)
 
 
 def local_convergence(

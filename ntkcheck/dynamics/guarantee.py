@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from ..errors import DomainError
 from .jacobian_bound import JacobianBound, fixup_centre, second_derivative_bound
 from .lipschitz import ROUNDING_MARGIN, _bound, _check_model
@@ -124,6 +125,11 @@ class ConvergenceCertificate:
 
     def __repr__(self) -> str:
         return f"ConvergenceCertificate({self.message}; L_K <= {self.L_K:.4g}, lambda_0 >= {self.lambda_0:.4g})"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ConvergenceCertificate:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d, bound=lambda b: None if b is None else JacobianBound.from_dict(b))
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "bound"}

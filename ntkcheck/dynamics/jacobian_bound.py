@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
+
 __all__ = [
     "FixupCentre",
     "fixup_centre",
@@ -407,6 +409,11 @@ class JacobianBound:
     growth: float
     propagated: float
     lambda_max_0: float
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> JacobianBound:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from ..errors import DomainError
 
 __all__ = [
@@ -63,6 +64,11 @@ class LipschitzSearch:
     evaluations: int
     seconds: float
     direction: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LipschitzSearch:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "direction"}

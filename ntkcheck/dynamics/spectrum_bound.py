@@ -22,6 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from .._precision import flint_prec
+from .._records import restore
+
 __all__ = [
     "CertifiedSpectrum",
     "certified_spectrum",
@@ -50,13 +53,18 @@ class CertifiedSpectrum:
     proved: bool
     how: str
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CertifiedSpectrum:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
+
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
 def _ball_kernel(samples: Any, params: Any, T: float, loss: str) -> Any:
     """The small matrix ``k`` of :math:`K_0 = k\\otimes I_d` as an Arb ball matrix."""
-    from flint import arb, arb_mat, ctx, fmpq
+    from flint import arb, arb_mat, fmpq
 
     from ..cgf import as_laws
     from ..ntk.certificate import gram_matrix_arb
@@ -64,7 +72,7 @@ def _ball_kernel(samples: Any, params: Any, T: float, loss: str) -> Any:
 
     laws = as_laws(samples)
     G = gram_matrix_arb(laws, Heads(params.Q, params.b), _PREC)
-    with ctx.workprec(_PREC):
+    with flint_prec(_PREC):
         T2 = arb(fmpq(*float(T).as_integer_ratio())) ** 2
         if loss == "tokens":
             return G * (T2 / len(laws))
@@ -80,9 +88,8 @@ def _ball_kernel(samples: Any, params: Any, T: float, loss: str) -> Any:
 
 def _cholesky_positive(A: Any, n: int) -> bool:
     """Whether the ball Cholesky of the symmetric ``A`` (``n x n``) has only positive pivots."""
-    from flint import ctx
 
-    with ctx.workprec(_PREC):
+    with flint_prec(_PREC):
         L = [[A[i, j] for j in range(n)] for i in range(n)]
         for j in range(n):
             piv = L[j][j] - sum((L[j][k] * L[j][k] for k in range(j)), 0 * L[j][j])
@@ -97,10 +104,10 @@ def _cholesky_positive(A: Any, n: int) -> bool:
 
 def _shifted(k: Any, t: float, sign: int) -> Any:
     """``k - tI`` (sign +1) or ``tI - k`` (sign -1), with ``t`` exact."""
-    from flint import arb, arb_mat, ctx, fmpq
+    from flint import arb, arb_mat, fmpq
 
     n = k.nrows()
-    with ctx.workprec(_PREC):
+    with flint_prec(_PREC):
         tt = arb(fmpq(*float(t).as_integer_ratio()))
         out = arb_mat(n, n)
         for i in range(n):
