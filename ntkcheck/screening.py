@@ -53,9 +53,12 @@ from ._text import WIDTH, exact_vector, fit, vector_summary
 from .cgf import Empirical, as_laws
 from .errors import InputError
 from .independence.results import decision_sentence, no_truth_value
+from .ntk import head_law as _head_law
 from .ntk.crosscheck import CrosscheckResult, crosscheck
-from .ntk.features import Heads, _atom_count, init_heads
+from .ntk.features import Heads, _atom_count
 from .ntk.gram_matrix import GramResult, certify_result, gram
+from .ntk.head_rank import default_head_count
+from .ntk.head_search import finite_heads_sentences, search_heads
 from .ntk.structure import DependenceStructure, dependence_structure
 
 __all__ = ["SampleSummary", "ScreenReport", "screen", "default_head_count", "load_heads", "plot_report",
@@ -81,13 +84,6 @@ RATE_CAVEAT = (
 #: what a screening can conclude (:attr:`ScreenReport.outcome`), in order of precedence
 OUTCOMES: tuple[str, ...] = ("disagrees", "certified positive", "certified singular", "positive in float64 only",
                              "not certified")
-
-
-def default_head_count(M: int, d: int) -> int:
-    """``ceil(4 M / d)`` heads: ``H d >= 4 M``, rank room for a Monte Carlo estimate of a
-    mean-field :math:`\\rho` (the Gram has rank at most ``H d``, so ``H d >= M`` at least).
-    ``M`` counts the rows of the Gram: distinct atoms, summed over the samples."""
-    return max(1, math.ceil(4 * M / d))
 
 
 def load_heads(path: str | Path) -> Heads:
@@ -146,6 +142,8 @@ class ScreenReport:
     rate_caveat: str = RATE_CAVEAT
     notes: tuple[str, ...] = field(default=())
     source: str | None = None
+    head_law: Any = None  # HeadLawBound: lambda_min of the head law's NTK, with its probability
+    head_search: Any = None  # HeadSearch: how many heads were drawn and why
 
     # a dataclass is always truthy: ``if screen(...):`` would read a dependent verdict as success
     __bool__ = no_truth_value
@@ -210,6 +208,8 @@ class ScreenReport:
             "rate_caveat": self.rate_caveat,
             "notes": list(self.notes),
             "source": self.source,
+            "head_law": None if self.head_law is None else self.head_law.to_dict(),
+            "head_search": None if self.head_search is None else self.head_search.to_dict(),
             "bottom_line": self.bottom_line,
         }
 
@@ -242,11 +242,9 @@ def _bottom_sentences(report: ScreenReport) -> tuple[str, str, str]:
     n = len(report.samples)
     data = (f"Data: {report.source}." if report.source else
             f"Data: {n} samples, {g.atoms} distinct atoms in d = {g.dim}, screened with H = {g.heads} heads.")
-    if g.rank_deficient_by_size:
-        meaning = (f"Training: nothing can be said yet: with H d = {g.heads * g.dim} < M = {g.atoms} the "
-                   "Gram is singular by rank whatever the data.")
-        nxt = f"Next: rerun with at least {math.ceil(g.atoms / g.dim)} heads (the default draws 4 M / d)."
-        return data, meaning, nxt
+    few = finite_heads_sentences(report.crosscheck.kernel, g, report.head_law)
+    if few is not None:
+        return data, *few
     if report.outcome == "disagrees":
         meaning = ("Training: nothing can be concluded: the Gram and seed 003 Prop. 8 disagree on these data "
                    "(the CGF verdict and the spectrum contradict each other), so neither can be trusted here.")
@@ -366,9 +364,11 @@ def _gram_lines(report: ScreenReport) -> list[str]:
     g = report.gram
     out = [f"NTK Gram at FixUp:    M = {g.atoms} distinct atoms ({g.tokens} tokens), H = {g.heads} heads, "
            f"d = {g.dim}", f"  heads drawn         {report.heads}", *g.report_lines()]
+    if report.head_search is not None:
+        out.insert(2, f"  head count          {report.head_search.sentence()}")
     if report.crosscheck.kernel is not None:
         out.append(f"  kernel dimension    {report.crosscheck.kernel.sentence()}")
-    return out
+    return out + ([] if report.head_law is None else report.head_law.report_lines())
 
 
 def _crosscheck_lines(report: ScreenReport) -> list[str]:
@@ -402,7 +402,7 @@ def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[Sample
 def screen(
     samples: Any = None,
     *,
-    heads: int | Heads | None = None,
+    heads: int | str | Heads | None = None,
     q_scale: float = 1.0,
     b_scale: float = 1.0,
     seed: int = 0,
@@ -412,6 +412,8 @@ def screen(
     max_bits: int = 512,
     progress: bool = False,
     source: str | None = None,
+    delta: float = 1e-6,
+    head_law_seconds: float | None = None,
 ) -> ScreenReport:
     r"""Screen token data at FixUp initialisation.
 
@@ -421,10 +423,11 @@ def screen(
         Arrays are turned into laws once (:func:`~ntkcheck.cgf.empirical.as_laws`): the Gram,
         the verdicts and the structure report all see distinct atoms with their masses.
         None screens the bundled example (:data:`BUNDLED_DATA`).
-    heads : int, Heads or None
+    heads : int, "auto", Heads or None
         A head count drawn from the init spec (``q_scale``, ``b_scale``, ``dist``, ``seed``),
-        explicit heads, or None for :func:`default_head_count` (``H d >= 4 M``, ``M`` the
-        number of distinct atoms summed over the samples).
+        explicit heads, or ``"auto"``/None: from :func:`default_head_count` (rank room ``4 M`` for
+        the span of the atoms), doubled until the Gram is certified positive, or its kernel is the
+        head law's, or the budget is spent (:func:`~ntkcheck.ntk.head_search.search_heads`).
     depth_T : float
         Depth ``T`` of the model: the NTK and :math:`\lambda_0` scale by ``T``.
     certify : bool
@@ -435,6 +438,10 @@ def screen(
         attempts near one second; a Gram with relative ``lambda_min`` ~1e-40 needs ~300).
     source : str or None
         What the data is, in words, for the report's bottom line (set for the bundled data).
+    delta, head_law_seconds : float
+        Failure probability and time budget of the certificate of the head law's NTK
+        (:func:`~ntkcheck.ntk.head_law.head_law_bound`; None: ``DEFAULT_SECONDS`` of that module,
+        20 s; 0 skips it).
 
     Returns
     -------
@@ -456,26 +463,20 @@ def screen(
     laws = as_laws(samples)
     if not (isinstance(depth_T, (int, float)) and math.isfinite(depth_T) and depth_T > 0):
         raise InputError(f"depth_T: expected a positive number, got {depth_T!r}")
-    M, d = _atom_count(laws), laws[0].dim
-    if isinstance(heads, Heads):
-        hs = heads
-        spec = "given"
-    else:
-        H = default_head_count(M, d) if heads is None else heads
-        if not isinstance(H, (int, np.integer)) or H < 1:
-            raise InputError(f"heads: expected a positive integer, Heads or None, got {heads!r}")
-        hs = init_heads(int(H), d, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)  # type: ignore[arg-type]
-        spec = f"{dist}, q_scale {q_scale:g}, b_scale {b_scale:g}, seed {seed}"
+    d = laws[0].dim
+    spec = "given" if isinstance(heads, Heads) else f"{dist}, q_scale {q_scale:g}, b_scale {b_scale:g}, seed {seed}"
     weak = decide(laws, property="weak")
     strong = decide(laws, property="strong")
     st = dependence_structure(laws, weak=weak)
-    g = gram(laws, hs, progress=progress)
-    cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st)
-    # certify what float64 sees positive, and what it cannot resolve where no kernel is predicted
-    # (a Gram that Prop. 8 proves singular is never certified positive: nothing to try)
-    if certify and (g.positive or (cc.statement != "necessity" and st.predicted_kernel == 0)):
-        g = certify_result(laws, hs, g, max_bits=max_bits, progress=progress)
-        cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st)
+    # the heads and their Gram, certified where sensible (never where a kernel is predicted)
+    hsr = search_heads(laws, heads, structure=st, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed,
+                       certify=certify, max_bits=max_bits, progress=progress)
+    hs, g = hsr.heads, hsr.gram
+    hl_s = _head_law.DEFAULT_SECONDS if head_law_seconds is None else head_law_seconds
+    hl = (_head_law.head_law_bound(laws, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed, delta=delta,
+                                   seconds=hl_s, pilot=g.lambda_min if g.positive else None, structure=st,
+                                   span=hsr.span) if hl_s and not isinstance(heads, Heads) else None)
+    cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st, heads_kernel=hsr.kernel, head_law=hl)
     complement = None
     comp_idx: tuple[int, ...] = ()
     notes: list[str] = []
@@ -505,6 +506,8 @@ def screen(
         lambda_0=float(depth_T) * g.lambda_min,
         notes=tuple(notes),
         source=source,
+        head_law=hl,
+        head_search=hsr,
     )
 
 
