@@ -266,8 +266,10 @@ def _independent_sentences(report: ScreenReport) -> tuple[str, str]:
     g = report.gram
     how = (f"certified: {g.certified.how}" if g.certified_positive and g.certified else
            "positive in float64 only, not certified" if g.positive else f"not established ({g.status})")
-    meaning = (f"Training: the CGFs are certified weakly independent, so the NTK at FixUp is injective "
-               f"(seed 003 Prop. 8); the Gram on these heads is positive ({how}), lambda_0 = "
+    law = "" if report.head_law is None else report.head_law.training_clause()
+    meaning = (f"Training: the CGFs are certified weakly independent, so the NTK of the head law at FixUp is "
+               f"injective (seed 003 Prop. 8){law}; the Gram of the heads drawn (the NTK of training those "
+               f"heads) is positive ({how}), lambda_0 = "
                f"{report.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on the "
                "per-token loss decays at least at that rate.")
     nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "

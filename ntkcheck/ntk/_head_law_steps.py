@@ -133,7 +133,8 @@ class Reduction:
 
 def reduce_to_span(laws: Sequence[Empirical], span: AtomSpan) -> Reduction | None:
     r"""The laws in ``r`` coordinates of the span of their atoms, for Gaussian heads; None when the
-    span is the whole space, not certified, or the float basis is too far from orthonormal.
+    span is the whole space, not certified, the float basis is too far from orthonormal, or the
+    displacement is above ``1e-10`` of the largest atom norm (nearly dependent atoms).
 
     With :math:`\hat V` (``d x r``) the top right singular vectors of the points and
     :math:`V = \hat V(\hat V^T\hat V)^{-1/2}` its exact polar factor
@@ -165,6 +166,8 @@ def reduce_to_span(laws: Sequence[Empirical], span: AtomSpan) -> Reduction | Non
     gr = rnd.gamma(r + 2)
     ew = (_norms_up(res) + gr * np.linalg.norm(np.abs(pts) + np.abs(Y) @ absV.T, axis=1) + eV * yn + ey)
     disp = (ew + ey) * (1.0 + 1e-10)
+    if float(np.max(disp)) > 1e-10 * float(np.max(zn)):
+        return None  # the float basis misses the span (nearly dependent atoms): drawing in d dimensions is better
     red = [Empirical(Y[j], law.weights) for law, j in zip(laws, idx, strict=True)]
     if any(a.n_atoms != b.n_atoms for a, b in zip(red, laws, strict=True)):
         return None  # two atoms met after rounding: the reduced data would not be the same laws
@@ -258,6 +261,7 @@ def bottom_bounds(G: np.ndarray, radius: float) -> tuple[float | None, float]:
     :math:`c = s + (	ext{its bound})` loses under 1% of :math:`\hat\lambda`; of ``G`` itself if that
     refuses; None when both refuse."""
     M = G.shape[0]
+    G = np.asfortranarray(G)  # BLAS symv reads the lower triangle of a Fortran array
     w, V = sla.eigh(G, lower=True, subset_by_index=[0, 0], check_finite=False)
     v = V[:, 0]
     Gv = sla.blas.dsymv(1.0, G, v, lower=1)

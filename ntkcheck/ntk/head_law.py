@@ -158,6 +158,13 @@ class HeadLawBound:
                        "(a larger --head-law-seconds)")
         return out
 
+    def training_clause(self) -> str:
+        """A clause for a screening's bottom line: ``", lambda_min(K_rho) >= x with probability ..."``
+        when the head law is certified positive, else ``""``."""
+        if not self.positive:
+            return ""
+        return f", lambda_min(K_rho) >= {self.lower:.3g} with probability >= 1 - {self.delta:g}"
+
     def compare(self, statement: str, agreement: str, message: str, kernel: int) -> tuple[str, str]:
         """Seed 003 Prop. 8 against this certificate: the cross-check's ``(agreement, message)`` for a
         branch ``statement`` and the head law's kernel ``kernel`` proved by the dependence structure.
@@ -198,6 +205,7 @@ class _Setup:
     L: float
     eta: float
     reduced: int | None
+    trace: float  # sum_i R_i^2 >= tr K_rho >= M lambda_min(K_rho)
 
 
 def _setup(laws: list[Empirical], span: AtomSpan, *, q_scale: float, b_scale: float, dist: str,
@@ -212,7 +220,8 @@ def _setup(laws: list[Empirical], span: AtomSpan, *, q_scale: float, b_scale: fl
     eta = steps.eta_draw(R, L, dist, dim, q_scale, b_scale)
     if red is not None:
         eta += steps.eta_atoms(red.eps, R, L, d, q_scale, b_scale)
-    return _Setup(draw_laws, dim, q_scale, b_scale, dist, seed, L, eta, None if red is None else red.dim)
+    return _Setup(draw_laws, dim, q_scale, b_scale, dist, seed, L, eta, None if red is None else red.dim,
+                  float(np.sum(R**2)))
 
 
 def _grow(acc: steps.Accumulated, s: _Setup, target: int, block_no: int, deadline: float | None) -> int | None:
@@ -243,9 +252,10 @@ def _round(acc: steps.Accumulated, s: _Setup, j: int, delta_j: float, M: int, t0
 
 def _threshold(s: _Setup, M: int, delta: float, pilot: float | None) -> float:
     r"""Heads below which no lower bound can be positive in the first round: :math:`L t / (3 c)` at the
-    pilot's :math:`\lambda_{\min}` ``c``, and at least :math:`M t / 3` (as :math:`\lambda \le L / M`)."""
+    pilot's :math:`\lambda_{\min}` ``c``, and at least :math:`L M t / (3 \sum_i R_i^2)` (as
+    :math:`M \lambda \le \mathrm{tr} K_\rho \le \sum_i R_i^2`)."""
     t = math.log(2.0 / steps.round_delta(delta, 0))
-    need = M * t / 3.0
+    need = s.L * M * t / (3.0 * s.trace)
     if pilot is not None and pilot > 0:
         need = max(need, s.L * t / (3.0 * pilot))
     return need
@@ -381,7 +391,7 @@ def head_law_bound(
     secs = time.perf_counter() - t0
     est = _estimate(rounds, s.L, delta, pilot)
     if not rounds:
-        return HeadLawBound("not separated", delta, 0.0, None, 0, (), s.L, s.eta, s.reduced, secs, why, est)
+        return HeadLawBound("not separated", delta, None, None, 0, (), s.L, s.eta, s.reduced, secs, why, est)
     last = rounds[-1]
     status = "positive" if last.lower > 0 else "not separated"
     if status == "not separated" and last.draw_lower is None:
