@@ -41,14 +41,23 @@ def bernstein_lower(c: float, L: float, H: int, t: float) -> float:
     :math:`\lambda` (second moment at most :math:`L\lambda`): the mean exceeds
     :math:`\lambda + \sqrt{2L\lambda t/H} + Lt/(3H)` with probability at most :math:`e^{-t}`.
     With :math:`x = \sqrt\lambda`, :math:`a = \sqrt{2Lt/H}`, :math:`b = Lt/(3H)`: the root of
-    :math:`x^2 + a x + b - c`, written without cancellation; 0 when :math:`c \le b`.
+    :math:`x^2 + a x + b - c`, written without cancellation; 0 when :math:`c \le b`. ``a`` and ``b``
+    are rounded up first (the root decreases in both), then every operation is relative-accurate
+    (one subtraction of two floats included), so a deflation by ``1e-12`` makes it a lower bound.
     """
-    a = math.sqrt(2.0 * L * t / H)
-    b = L * t / (3.0 * H)
+    a = math.sqrt(2.0 * L * t / H) * (1.0 + _SAFE)
+    b = L * t / (3.0 * H) * (1.0 + _SAFE)
     if not c > b:
         return 0.0
     x = 2.0 * (c - b) / (a + math.sqrt(a * a + 4.0 * (c - b)))
     return x * x * (1.0 - _SAFE)
+
+
+def _x_minus_log1p(x: float) -> float:
+    r""":math:`x - \log(1 + x)` for :math:`x \ge 0`, accurate to ~1e-13 relative (series near 0)."""
+    if x < 1e-3:
+        return x * x * (0.5 - x * (1.0 / 3.0 - x * (0.25 - x / 5.0)))
+    return x - math.log1p(x)
 
 
 def chernoff_upper(g: float, L: float, H: int, t: float) -> float:
@@ -57,28 +66,26 @@ def chernoff_upper(g: float, L: float, H: int, t: float) -> float:
     Matrix Chernoff, lower tail (Tropp 2012, Thm. 1.1): for ``H`` i.i.d. PSD ``M x M`` summands
     with :math:`\lambda_{\max} \le L` and mean of smallest eigenvalue :math:`\lambda`,
     :math:`P(\lambda_{\min}(G_H) \le g) \le M \exp(-(H/L)(\lambda - g - g\log(\lambda/g)))` for
-    :math:`g < \lambda`; ``t`` includes the :math:`\log M`. The left side increases in
-    :math:`\lambda \ge g`: bisection, returning the upper end of the bracket.
+    :math:`g < \lambda`; ``t`` includes the :math:`\log M`. With :math:`\lambda = g(1 + x)` the left
+    side is :math:`(H/L)\,g\,(x - \log(1 + x))`, increasing in :math:`x \ge 0` and evaluated without
+    cancellation: bisection in ``x``, the upper end of the bracket returned and inflated.
     """
-    s = L * t / H
+    s = L * t / H * (1.0 + _SAFE)
     if g <= 0.0:
         return s * (1.0 + _SAFE)
-
-    def excess(lam: float) -> float:
-        return lam - g - g * math.log(lam / g) - s
-
-    lo, hi = g, g + s + math.sqrt(2.0 * g * s) + s
-    while excess(hi) <= 0.0:
+    r = s / g
+    lo, hi = 0.0, 2.0 * r + 2.0 * math.sqrt(r) + 1.0
+    while _x_minus_log1p(hi) <= r:
         hi *= 2.0
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        if excess(mid) <= 0.0:
+        if _x_minus_log1p(mid) <= r:
             lo = mid
         else:
             hi = mid
         if hi - lo <= 1e-15 * hi:
             break
-    return hi * (1.0 + _SAFE)
+    return g * (1.0 + hi * (1.0 + 1e-11)) * (1.0 + _SAFE)
 
 
 def round_delta(delta: float, j: int) -> float:

@@ -50,7 +50,7 @@ def test_bernstein_lower_is_zero_below_the_threshold():
 
 
 @pytest.mark.parametrize(("g", "L", "H", "t"), [(0.09, 1.0, 2000, 9.0), (1e-3, 36.0, 10**6, 20.0),
-                                                 (0.0, 2.0, 100, 5.0), (3.0, 2.0, 10, 1.0)])
+                                                 (0.0, 2.0, 100, 5.0), (3.0, 2.0, 10, 1.0), (1.0, 1.0, 10**12, 1.0)])
 def test_chernoff_upper_solves_the_chernoff_exponent(g, L, H, t):
     """U = chernoff_upper(g) solves (H/L)(U - g - g log(U/g)) = t (mpmath findroot at 50 digits, relative
     1e-10), and is L t / H when g = 0 (the tail M exp(-H lambda / L) of a singular draw)."""
