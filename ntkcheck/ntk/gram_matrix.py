@@ -357,8 +357,8 @@ def gram_certificate(laws: Sequence[Empirical], heads: Heads, *, float64_positiv
     if seen is not None and cert.evidence is None:
         cert = replace(cert, detail=f"{refused}{cert.detail}", inputs_rounded=True, evidence=seen)
     proof = exactly_singular(laws, heads)
-    return cert if proof is None else GramCertificate("exactly-singular", None, 0, proof, cert.inputs_rounded,
-                                                      cert.evidence)
+    return cert if proof is None else GramCertificate("exactly-singular", None, 0, proof[0], cert.inputs_rounded,
+                                                      cert.evidence, atoms=proof[1])
 
 
 def certify_result(laws: Sequence[Empirical], heads: Heads, g: GramResult, *, max_bits: int = 2048,
