@@ -412,6 +412,7 @@ def screen(
     max_bits: int = 512,
     progress: bool = False,
     source: str | None = None,
+    spectrum: str = "extremal",
 ) -> ScreenReport:
     r"""Screen token data at FixUp initialisation.
 
@@ -435,6 +436,10 @@ def screen(
         attempts near one second; a Gram with relative ``lambda_min`` ~1e-40 needs ~300).
     source : str or None
         What the data is, in words, for the report's bottom line (set for the bundled data).
+    spectrum : {"extremal", "full"}
+        Passed to :func:`~ntkcheck.ntk.gram_matrix.gram`: ``"full"`` keeps every eigenvalue of the
+        Gram (``M <= 4096``), as :func:`plot_report` draws them; ``"extremal"`` computes them only
+        where the kernel is counted (``lambda_min`` near the rounding floor).
 
     Returns
     -------
@@ -469,11 +474,14 @@ def screen(
     weak = decide(laws, property="weak")
     strong = decide(laws, property="strong")
     st = dependence_structure(laws, weak=weak)
-    g = gram(laws, hs, progress=progress)
+    # where no kernel is predicted the certificate is computed with the Gram, on the same pass over
+    # the heads (float64 cost); elsewhere only once float64 sees it positive
+    g = gram(laws, hs, progress=progress, certify=certify and st.predicted_kernel == 0, max_bits=max_bits,
+             spectrum=spectrum)
     cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st)
     # certify what float64 sees positive, and what it cannot resolve where no kernel is predicted
     # (a Gram that Prop. 8 proves singular is never certified positive: nothing to try)
-    if certify and (g.positive or (cc.statement != "necessity" and st.predicted_kernel == 0)):
+    if certify and g.certified is None and (g.positive or (cc.statement != "necessity" and st.predicted_kernel == 0)):
         g = certify_result(laws, hs, g, max_bits=max_bits, progress=progress)
         cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st)
     complement = None
@@ -486,7 +494,7 @@ def screen(
         if comp_idx:
             sub = [laws[i] for i in comp_idx]
             if hs.count * d >= _atom_count(sub):
-                g_sub = gram(sub, hs, progress=progress)
+                g_sub = gram(sub, hs, progress=progress, spectrum=spectrum)
                 if certify and g_sub.positive:
                     g_sub = certify_result(sub, hs, g_sub, max_bits=max_bits, progress=progress)
                 complement = crosscheck(sub, hs, gram_result=g_sub, certify=certify, progress=progress)

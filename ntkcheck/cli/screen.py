@@ -53,6 +53,10 @@ def _head_options(p: argparse.ArgumentParser) -> None:
                    help="explicit heads: arrays Q (H, d, d) and b (H, d), the score of token x against y being "
                    "<x, Q_h y + b_h>; from a trained layer Q_h = W_K^T W_Q / sqrt(d_h), b_h = W_K^T b_Q / "
                    "sqrt(d_h) (ntkcheck tokens --heads-out writes them); overrides --heads, --dist and the scales")
+    p.add_argument("--spectrum", choices=("extremal", "full"), default="extremal",
+                   help="extremal: lambda_min and lambda_max by Cholesky + Lanczos, every eigenvalue only where the "
+                   "kernel is counted (lambda_min near the rounding floor); full: every eigenvalue (up to 4096 "
+                   "atoms; default extremal, full with --plot)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/<command>/1)")
     add_progress_options(p, "Gram features, atoms x heads")
 
@@ -135,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     heads = _heads_for(args, samples) if args.heads_file is not None else args.heads
     report = screen(samples, heads=heads, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed,
                     depth_T=args.depth_T, certify=not args.no_certify, progress=progress_enabled(args),
-                    source=BUNDLED_DATA if args.path is None else None)
+                    source=BUNDLED_DATA if args.path is None else None,
+                    spectrum="full" if args.plot else args.spectrum)
     if args.plot:
         plot_report(report, samples, args.plot)
     thm85 = _thm85(args, samples) if args.thm85 else None
@@ -183,7 +188,7 @@ def run_gram(args: argparse.Namespace) -> int:
     path, label = _path(args)
     laws = as_laws(load_samples(path))
     heads = _heads_for(args, laws)
-    res = gram(laws, heads, certify=args.certify, progress=progress_enabled(args))
+    res = gram(laws, heads, certify=args.certify, progress=progress_enabled(args), spectrum=args.spectrum)
     st = kc = None
     if not args.no_structure:
         st = dependence_structure(laws)
