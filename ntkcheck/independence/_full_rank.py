@@ -66,7 +66,6 @@ def _certify(run: _Run, dirs: list[tuple[Fraction, ...]], K: int) -> tuple[str, 
     bits = 53 if run.method == "float" else _first_bits(n, run.max_bits)
     top = 53 if run.method == "float" else run.max_bits
     prev: tuple[int, float] | None = None
-    first = True
     while True:
         run.budget.check(f"Arb certificate at {bits} bits, {label}")
         rows, labels, zero = _ball_rows(run, dirs, K, bits)
@@ -101,10 +100,10 @@ def _certify(run: _Run, dirs: list[tuple[Fraction, ...]], K: int) -> tuple[str, 
         prev = (bits, size)
         if bits >= top:
             break
-        # the inverse is as large as the precision can show: the first step jumps by 4x
-        saturated = size > bits - 16
-        bits = min(top, bits * (4 if saturated and first else 2))
-        first = False
+        # the approximate inverse is as large as the entries' accuracy can show: its size says only
+        # "more", double; else it predicts the precision that certifies (rank.bits_for)
+        saturated = size > bits - C.SERIES_LOSS
+        bits = min(top, bits * 2 if saturated else max(bits + 64, C.bits_for(size, n)))
     if guide is True:
         run.precision_exhausted = True  # full rank over Q, not resolved up to max_bits: more K will not help
     return None

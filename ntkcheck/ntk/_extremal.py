@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
-from ._rounding import gamma
+from ._rounding import gamma, serial_blas
 
 #: below this order the eigenpairs come from a dense ``eigh`` of the Gram (cheaper than ARPACK there)
 DENSE_MAX = 256
@@ -151,6 +151,11 @@ def smallest_cluster(work: Any, k: int, *, tol: float = LANCZOS_TOL, dense_max: 
     shifted inverse as :func:`smallest`; empty without a factor."""
     if not work.ok:
         return []
+    with serial_blas():
+        return _smallest_cluster(work, k, tol, dense_max)
+
+
+def _smallest_cluster(work: Any, k: int, tol: float, dense_max: int) -> list[RitzPair]:
     n = work.n
     k = max(1, min(k, n - 1)) if n > 1 else 1
     norm = work.abs_norm()
@@ -171,6 +176,11 @@ def smallest_cluster(work: Any, k: int, *, tol: float = LANCZOS_TOL, dense_max: 
 def largest(work: Any, *, tol: float = LANCZOS_TOL, dense_max: int = DENSE_MAX) -> RitzPair:
     r"""The largest eigenpair of the Gram of ``work`` by Lanczos on :math:`\hat G` (``dsymv`` on the
     upper copy, any factorisation state); ``M <= dense_max``: a dense ``eigh``."""
+    with serial_blas():
+        return _largest(work, tol, dense_max)
+
+
+def _largest(work: Any, tol: float, dense_max: int) -> RitzPair:
     n = work.n
     norm = work.abs_norm()
     if n <= dense_max:
