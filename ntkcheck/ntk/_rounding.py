@@ -58,8 +58,9 @@ _SAFE = 1.0 + 1e-10
 def serial_blas() -> Iterator[None]:
     """One BLAS thread inside: matrix-vector products and triangular solves are memory-bound, and
     OpenBLAS's threaded level-2 kernels were measured 10-30x slower than one thread when the other
-    core is busy (``dsymv`` of order 1024: 36 ms against 1.3 ms), for little gain on an idle one.
-    Process-wide while it lasts (threadpoolctl), like any BLAS thread setting."""
+    core is busy (``dsymv`` of order 1024: 36 ms against 1.3 ms), for little gain on an idle one;
+    its threaded ``dpotrf`` 10x slower there (order 2048: 1.98 s against 0.19 s), for a gain below
+    2x on an idle machine. Process-wide while it lasts (threadpoolctl), like any BLAS thread setting."""
     with threadpool_limits(limits=1, user_api="blas"):
         yield
 
@@ -355,7 +356,8 @@ class SymmetricWork:
         self.factorizations += 1
         if not np.all(diag > 0):
             return None
-        c, info = sla.lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
+        with serial_blas():  # OpenBLAS's threaded dpotrf: 10x slower with the other core busy (see serial_blas)
+            c, info = sla.lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
         if not np.shares_memory(c, A):  # not in place (should not happen for a Fortran float64 array)
             A[...] = np.tril(c) + np.triu(A, 1)
         if info != 0:
