@@ -437,9 +437,8 @@ def screen(
     source : str or None
         What the data is, in words, for the report's bottom line (set for the bundled data).
     spectrum : {"extremal", "full"}
-        Passed to :func:`~ntkcheck.ntk.gram_matrix.gram`: ``"full"`` keeps every eigenvalue of the
-        Gram (``M <= 4096``), as :func:`plot_report` draws them; ``"extremal"`` computes them only
-        where the kernel is counted (``lambda_min`` near the rounding floor).
+        Of :func:`~ntkcheck.ntk.gram_matrix.gram`: ``"full"`` keeps every eigenvalue (``M <= 4096``),
+        which :func:`plot_report` draws.
 
     Returns
     -------

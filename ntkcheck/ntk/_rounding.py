@@ -392,11 +392,3 @@ class SymmetricWork:
         :math:`|\hat g_{ij}| \le (1 + 3\gamma_K) \sqrt{\hat g_{ii} \hat g_{jj}}` (each entry a sum of products
         within :math:`\gamma_K` of the exact one, ``K < 2^32``), so the trace times ``1 + 1e-6``."""
         return float(np.sum(np.abs(self.diag))) * (1.0 + 1e-6) * _SAFE
-
-    def smallest_eig_estimate(self) -> float | None:
-        """Float estimate of lambda_min of the factored matrix (Lanczos on the inverse,
-        :func:`ntkcheck.ntk._extremal.smallest`), an estimate from above; None when it is not positive."""
-        from ._extremal import smallest
-
-        pair = smallest(self)
-        return None if pair is None or not pair.value > 0 else pair.value

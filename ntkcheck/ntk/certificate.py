@@ -36,6 +36,7 @@ from ..cgf.empirical import Empirical, as_laws
 from ..errors import InputError, PrecisionError
 from . import _rounding as rnd
 from ._arb_fast import preconditioned_bound
+from ._extremal import smallest
 from .features import DEFAULT_CHUNK, Heads, _as_chunk, _as_heads, _atom_count
 
 __all__ = [
@@ -321,7 +322,8 @@ def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -
         lam = None
         if ok:
             bar.set_postfix_str(f"G {gb:.2f} GB in place: Lanczos on the inverse")
-            lam = work.smallest_eig_estimate()
+            pair = smallest(work)  # Lanczos on the inverse: a Rayleigh quotient, an estimate from above
+            lam = pair.value if pair is not None and pair.value > 0 else None
             bar.update(1)
     if lam is None:
         return _refused(M, f"float64 Cholesky of the Gram fails: lambda_min is not positive at float64 "
