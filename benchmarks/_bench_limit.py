@@ -30,15 +30,6 @@ def _timed(f):
     return time.perf_counter() - t, out
 
 
-def _peak(f):
-    tracemalloc.start()
-    try:
-        f()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def _case(M: int, H: int):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((M // N_TOK, N_TOK, D)) / np.sqrt(D)
@@ -75,18 +66,23 @@ def _row(M: int, H: int, repeats: int, peer: bool) -> dict:
     K = H * D
     ts: dict[str, list[float]] = {"syrk": [], "gemm": [], "gram": [], "cert": []}
     g = c = None
-    for _ in range(repeats):
+    peak = 0.0
+    for i in range(repeats):
         a, b = _gemm_times(S, heads, M, K)
         ts["syrk"].append(a)
         ts["gemm"].append(b)
         t, g = _timed(lambda: gram(S, heads))
         ts["gram"].append(t)
+        if i == repeats - 1:  # the last certified run is also the memory measurement
+            tracemalloc.start()
         t, c = _timed(lambda: gram(S, heads, certify=True))
         ts["cert"].append(t)
+        if i == repeats - 1:
+            peak = tracemalloc.get_traced_memory()[1] / (8.0 * M * M)
+            tracemalloc.stop()
     med = {k: statistics.median(v) for k, v in ts.items()}
     ratios = {"gram/F@F.T": statistics.median(g_ / s for g_, s in zip(ts["gram"], ts["syrk"])),
               "cert/gram": statistics.median(c_ / g_ for c_, g_ in zip(ts["cert"], ts["gram"]))}
-    peak = _peak(lambda: gram(S, heads, certify=True)) / (8.0 * M * M)
     out = {"M": M, "H": H, "K": K, **med, **ratios, "peak/MxM": peak, "lambda_min": g.lambda_min,
            "tol": g.lambda_min_tolerance, "lower_bound": c.certified.lower_bound if c.certified_positive else None,
            "load": os.getloadavg()[0]}

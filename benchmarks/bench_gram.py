@@ -137,7 +137,7 @@ def main(argv=None) -> None:
     if not (args.features or args.laws or args.cert or args.arb or args.arb_largest):
         from _bench_limit import limit_bench
 
-        limit_bench([int(m) for m in args.sizes.split(",")], args.repeats, args.peer, args.large)
+        limit_bench([int(m) for m in args.sizes.split(",") if m], args.repeats, args.peer, args.large)
         return
     if args.laws:
         _laws_bench()
