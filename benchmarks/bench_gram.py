@@ -12,8 +12,8 @@ Default (issue 23, the Gram at the matmul limit): d = 8, N = 8 tokens a sample, 
   the same tokens and heads (needs ``pip install torch``; never a dependency of ntkcheck),
   and the ratio peer / gram.
 
-``--large`` adds M = 16384 with ``H d = 2 M`` (one run; the GEMM baseline is timed on a
-``16384 x 4096`` block and scaled to ``K``: ``F`` itself would take 4.3 GB).
+``--large`` adds M = 16384 with ``H d = 2 M`` (one run, certified time and peak memory; no GEMM
+baseline there: a separate ``16384 x 16384`` product crashed this machine's OpenBLAS).
 
 ``--features`` (issue 3): for M token slots (N = 8 tokens a sample, M / 8 samples), d = 8 and 32, H d = 2 M heads:
 
