@@ -42,7 +42,7 @@ cross-check and its table of cases), ``theory/local-convergence.md`` (what
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +67,9 @@ from .ntk import head_law as _head_law
 from .ntk.crosscheck import CrosscheckResult, crosscheck
 from .ntk.features import Heads, _atom_count
 from .ntk.gram_matrix import GramResult, certify_result, gram
+from .ntk.head_law import HeadLawBound
 from .ntk.head_rank import default_head_count
-from .ntk.head_search import search_heads
+from .ntk.head_search import HeadSearch, search_heads
 from .ntk.structure import DependenceStructure, dependence_structure
 from .ntk.useful_rate import (
     DEFAULT_MIN_RELATIVE_LAMBDA,
@@ -148,8 +149,10 @@ class ScreenReport:
     slow_mode: SlowMode | None = None
     #: the heads screened (not written by :meth:`to_dict`; a certificate file records them)
     drawn_heads: Heads | None = field(default=None, repr=False, compare=False)
-    head_law: Any = None  # HeadLawBound: lambda_min of the head law's NTK, with its probability
-    head_search: Any = None  # HeadSearch: how many heads were drawn and why
+    #: lambda_min of the head law's NTK, with its probability (None: skipped, or explicit heads)
+    head_law: HeadLawBound | None = None
+    #: how many heads were drawn and why (loaded from a dict: without the heads array)
+    head_search: HeadSearch | None = None
 
     # a dataclass is always truthy: ``if screen(...):`` would read a dependent verdict as success
     __bool__ = no_truth_value
@@ -242,15 +245,26 @@ class ScreenReport:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ScreenReport:
-        """The report from its :meth:`to_dict` (a saved ``ntkcheck screen --json`` object too)."""
+        """The report from its :meth:`to_dict` (a saved ``ntkcheck screen --json`` object too).
+
+        The heads are not saved: ``drawn_heads`` is None and so is ``head_search.heads`` (its count,
+        attempts, Gram and kernel prediction are restored), so :meth:`table`, :attr:`bottom_line` and
+        :meth:`to_dict` are the original's."""
         d = plain(d)
         if isinstance(h := d.get("heads"), dict):  # the --json form: {kind, q_scale, b_scale, seed, ...}
             d["heads"] = "given" if h["kind"] == "file" else f"{h['kind']}, q_scale {h['q_scale']:g}, " \
                 f"b_scale {h['b_scale']:g}, seed {h['seed']}"
         comp = d.get("complement")
-        return restore(cls, {**d, "complement_indices": [] if comp is None else comp["samples"]},
-                       weak=Decision.from_dict, strong=Decision.from_dict,
-                       complement=lambda c: None if c is None else CrosscheckResult.from_dict(c))
+        rep = restore(cls, {**d, "complement_indices": [] if comp is None else comp["samples"]},
+                      weak=Decision.from_dict, strong=Decision.from_dict,
+                      complement=lambda c: None if c is None else CrosscheckResult.from_dict(c),
+                      head_search=lambda _: None)
+        if d.get("head_search") is None:
+            return rep
+        # screen() gives the cross-check the search's own Gram and kernel prediction: the same records
+        kc = rep.crosscheck.kernel
+        return replace(rep, head_search=HeadSearch.from_dict(d["head_search"], gram=rep.gram,
+                                                             kernel=None if kc is None else kc.heads))
 
     @property
     def structure(self) -> DependenceStructure | None:

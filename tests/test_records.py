@@ -147,3 +147,140 @@ def test_repr_of_a_screen_report_says_where_the_text_is():
     """Issue 25: ``repr`` hid that the report's text is ``rep.table()``."""
     r = repr(ntkcheck.screen())
     assert r.startswith("ScreenReport(certified singular:") and ".table()" in r and ".bottom_line" in r
+
+
+# ---------------------------------------------------------------- the head count and the head law
+
+
+def _doubling_samples():
+    """3 samples of 4 Gaussian tokens in d = 3 screened with b_scale 1000: the bias dominates the
+    scores, every softmax is one-hot at some atoms, and --heads auto doubles 16 -> 32 -> 64 before
+    the Gram is certified (a kernel predicted from saturated heads on the way)."""
+    return list(np.random.default_rng(0).standard_normal((3, 4, 3)))
+
+
+def _same_report(back, rep):
+    """A loaded report says what the original said: its text, its conclusion, its dict."""
+    assert back.table() == rep.table() and back.bottom_line == rep.bottom_line and back.outcome == rep.outcome
+    assert back.head_law == rep.head_law and back.crosscheck.kernel == rep.crosscheck.kernel
+
+
+def test_head_rank_records_round_trip():
+    """AtomSpan, Saturation and HeadsKernel read back equal, ``dim``, ``atoms`` and
+    ``structural_exact`` included; a Saturation with no score gap (single Diracs: inf, written as
+    null) reads back as inf, not as None."""
+    from ntkcheck.ntk import dependence_structure, init_heads
+    from ntkcheck.ntk.head_rank import (
+        AtomSpan,
+        HeadsKernel,
+        Saturation,
+        atom_span,
+        heads_kernel,
+        saturation,
+    )
+
+    S = _samples(5, n=3, N=4, d=2)
+    span = atom_span(S)
+    assert _trip(span) == span and isinstance(_trip(span), AtomSpan) and span.dim == 2
+    diracs = saturation([np.array([[1.0, 2.0]]), np.array([[0.5, -1.0]])], init_heads(3, 2))
+    assert diracs.smallest_gap == float("inf") and diracs.to_dict()["smallest_gap"] is None
+    assert _trip(diracs) == diracs and isinstance(_trip(diracs), Saturation)
+    hk = heads_kernel(S, init_heads(2, 2), dependence_structure(S))
+    assert _trip(hk) == hk and isinstance(_trip(hk), HeadsKernel)
+    assert _trip(hk).predicted == hk.predicted == 12 - (span.rank + span.directions)  # r + (H - 1) A, H = 2
+
+
+def test_a_doubling_screen_round_trips():
+    """--heads auto doubling: every attempt, the saturated-heads kernel and the slow mode read back;
+    the loaded report prints the same table and bottom line. The heads are not saved: the loaded
+    search has heads None, its count from the last attempt, the Gram and kernel of the report."""
+    from ntkcheck.ntk.head_search import HeadAttempt, HeadSearch
+
+    rep = ntkcheck.screen(_doubling_samples(), b_scale=1000.0, head_law_seconds=0)
+    hs = rep.head_search
+    assert [a.heads for a in hs.attempts] == [16, 32, 64] and hs.mode == "auto"  # the case doubles
+    assert hs.kernel.saturation is not None and rep.head_law is None  # saturation in play; head law skipped
+    back = _trip(rep)
+    _same_report(back, rep)
+    bs = back.head_search
+    assert bs.heads is None and back.drawn_heads is None and bs.count == hs.count == 64
+    assert bs.attempts == hs.attempts and all(isinstance(a, HeadAttempt) for a in bs.attempts)
+    assert bs.gram == rep.gram and bs.kernel == hs.kernel and bs.span == hs.span
+    assert back.crosscheck.kernel.heads.saturation == hs.kernel.saturation
+    alone = _trip(hs)  # without a report to take them from: no Gram, no kernel (never made up)
+    assert alone.heads is alone.gram is alone.kernel is None and alone.sentence() == hs.sentence()
+    with pytest.raises(ntkcheck.errors.InputError, match="last attempt"):
+        HeadSearch.from_dict({**hs.to_dict(), "heads": 16})
+
+
+def test_head_law_bounds_round_trip():
+    """A positive head law in a report (its training clause in the bottom line), a fixed count that
+    does not separate, and a budget too small to draw anything: each reads back equal."""
+    from ntkcheck.ntk import HeadLawRound, head_law_bound
+
+    x = [np.array([[-1.0], [1.0]])]  # lambda_min(K_rho) = 0.0925 at q 2, b 10 (tests/helpers.py)
+    rep = ntkcheck.screen(x, q_scale=2.0, b_scale=10.0, head_law_seconds=10, delta=1e-3)
+    assert rep.head_law.positive and rep.head_law.rounds and "lambda_min(K_rho) >=" in rep.bottom_line
+    back = _trip(rep)
+    _same_report(back, rep)
+    assert all(isinstance(r, HeadLawRound) for r in back.head_law.rounds)
+    few = head_law_bound(x, heads=8, delta=0.1, q_scale=2.0, b_scale=10.0)
+    none = head_law_bound(x, seconds=1e-9, pilot=1e-9, q_scale=2.0, b_scale=10.0)
+    assert few.status == "not separated" and few.rounds and not none.rounds and none.upper is None
+    for hl in (few, none):
+        assert _trip(hl) == hl and _trip(hl).statement() == hl.statement()
+
+
+def test_saved_screen_and_gram_json_with_head_search_load_back(capsys, tmp_path):
+    """``ntkcheck screen --json`` of a doubling search loads back into the report the text run
+    printed; ``ntkcheck gram --json`` loads back section by section (its Gram, kernel comparison,
+    head search and a positive head law)."""
+    from ntkcheck.cli._screen_text import structured
+    from ntkcheck.ntk import HeadLawBound, HeadSearch, KernelComparison
+
+    f = tmp_path / "x.npy"
+    np.save(f, np.stack(_doubling_samples()))
+    argv = ["screen", str(f), "--b-scale", "1000", "--head-law-seconds", "0"]
+    main([*argv, "--json"])
+    d = json.loads(capsys.readouterr().out)
+    rep = ScreenReport.from_dict(d)
+    assert [a.heads for a in rep.head_search.attempts] == [16, 32, 64]
+    mine = structured(rep.to_dict())
+    assert {k: d[k] for k in mine if k != "heads"} == {k: v for k, v in mine.items() if k != "heads"}
+    main(argv)
+    out = capsys.readouterr().out.rstrip("\n")
+    assert rep.table(title=out.splitlines()[0]) == out  # a separate run of the same command: same text
+    x = tmp_path / "pm1.npy"
+    np.save(x, np.array([[[-1.0], [1.0]]]))
+    main(["gram", str(x), "--q-scale", "2", "--b-scale", "10", "--head-law-seconds", "10", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    g, kc = GramResult.from_dict(d), KernelComparison.from_dict(d["kernel"])
+    hs = HeadSearch.from_dict(d["head_search"], gram=g, kernel=kc.heads)
+    hl = HeadLawBound.from_dict(d["head_law"])
+    assert hl.positive and hs.count == g.heads and kc.heads.heads == g.heads
+    assert (kc.to_dict(), hs.to_dict(), hl.to_dict()) == (d["kernel"], d["head_search"], d["head_law"])
+
+
+def test_every_result_type_with_to_dict_has_from_dict():
+    """Issue 25: a result type added with ``to_dict`` and no ``from_dict`` (the head-law types were)
+    fails here. Not results, so not loaded back: a claim of the registry (it holds its checker), a
+    row of the seed's example table and a hypothesis draw (both hold measures)."""
+    import dataclasses
+    import importlib
+    import inspect
+    import pkgutil
+
+    inputs = {"ntkcheck.claims._core.Claim", "ntkcheck.independence.examples.SeedExample",
+              "ntkcheck.strategies.families.Dependent"}
+    found, missing = 0, []
+    for m in pkgutil.walk_packages(ntkcheck.__path__, "ntkcheck."):
+        if m.name.endswith("__main__"):
+            continue
+        mod = importlib.import_module(m.name)
+        for obj in vars(mod).values():
+            if inspect.isclass(obj) and obj.__module__ == m.name and dataclasses.is_dataclass(obj) \
+                    and "to_dict" in vars(obj):
+                found += 1
+                if not hasattr(obj, "from_dict") and f"{m.name}.{obj.__qualname__}" not in inputs:
+                    missing.append(f"{m.name}.{obj.__qualname__}")
+    assert found > 40 and missing == []

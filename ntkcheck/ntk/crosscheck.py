@@ -276,6 +276,9 @@ class KernelComparison:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> KernelComparison:
+        """The comparison from its :meth:`to_dict`, ``heads`` through
+        :meth:`~ntkcheck.ntk.head_rank.HeadsKernel.from_dict` (``head_law`` and ``sentence`` are
+        derived and not read)."""
         return restore(cls, d)
 
 

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from ..cgf import Empirical, as_laws
 from ..errors import InputError
 from . import _head_law_steps as steps
@@ -79,6 +80,11 @@ class HeadLawRound:
     def to_dict(self) -> dict[str, Any]:
         return {"heads": self.heads, "draw_lower": self.draw_lower, "draw_upper": self.draw_upper,
                 "lower": self.lower, "upper": self.upper, "delta": self.delta, "seconds": self.seconds}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HeadLawRound:
+        """The round from its :meth:`to_dict`."""
+        return restore(cls, d)
 
 
 @dataclass(frozen=True)
@@ -186,6 +192,11 @@ class HeadLawBound:
                 "heads": self.heads, "rounds": [r.to_dict() for r in self.rounds], "L": self.L, "eta": self.eta,
                 "reduced_dim": self.reduced_dim, "seconds": self.seconds, "detail": self.detail,
                 "heads_estimate": self.heads_estimate, "statement": self.statement()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HeadLawBound:
+        """The certificate from its :meth:`to_dict` (``statement`` is derived and not read)."""
+        return restore(cls, d)
 
 
 # ---------------------------------------------------------------------------- the rounds

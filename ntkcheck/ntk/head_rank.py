@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from flint import fmpz_mat, nmod_mat
 
+from .._records import restore
 from ..cgf import Empirical, as_laws
 from .features import Heads, _as_heads
 
@@ -115,7 +116,7 @@ class AtomSpan:
     :math:`A = \dim \sum_i \mathrm{span}\{x_{ia} - x_{i0}\}` (both over all samples).
 
     ``rank_upper`` and ``directions_upper`` are certified upper bounds (equal to the values when
-    ``exact``); ``points`` counts the distinct points of ``R^d`` among the atoms.
+    ``exact``); ``points`` counts the distinct points of ``R^d`` among the atoms, ``dim`` is ``d``.
     """
 
     rank: int
@@ -151,8 +152,13 @@ class AtomSpan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "directions": self.directions, "rank_upper": self.rank_upper,
-                "directions_upper": self.directions_upper, "points": self.points, "exact": self.exact,
-                "how": self.how}
+                "directions_upper": self.directions_upper, "points": self.points, "dim": self.dim,
+                "exact": self.exact, "how": self.how}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AtomSpan:
+        """The span from its :meth:`to_dict` (``exact`` is derived and not read)."""
+        return restore(cls, d)
 
 
 def _points(laws: Sequence[Empirical]) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -308,9 +314,16 @@ class Saturation:
                 f"rank <= {self.rank_bound}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"saturated": self.saturated, "patterns": self.patterns, "pattern_rank": self.pattern_rank,
-                "exact": self.exact, "rank_bound": self.rank_bound, "perturbation": self.perturbation,
+        return {"heads": self.heads, "rows": self.rows, "saturated": self.saturated, "patterns": self.patterns,
+                "pattern_rank": self.pattern_rank, "exact": self.exact, "rank_bound": self.rank_bound,
+                "perturbation": self.perturbation,
                 "smallest_gap": self.smallest_gap if math.isfinite(self.smallest_gap) else None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Saturation:
+        """The saturation from its :meth:`to_dict`: a null ``smallest_gap`` is ``inf`` (no saturated
+        atom-head with a second atom), the only value :meth:`to_dict` writes as null."""
+        return restore(cls, d, smallest_gap=lambda v: math.inf if v is None else float(v))
 
 
 def _pattern_rank(patterns: np.ndarray, points: int) -> tuple[int, bool]:
@@ -399,6 +412,8 @@ class HeadsKernel:
     structural : int
         ``k`` (:attr:`~ntkcheck.ntk.structure.DependenceStructure.predicted_kernel`).
     structural_exact : bool
+        Whether ``k`` is exact (:attr:`~ntkcheck.ntk.structure.DependenceStructure.exact`) rather than
+        a lower bound.
     span : AtomSpan
     saturation : Saturation or None
         Attached when it explains more zero eigenvalues than the span (and its perturbation is
@@ -460,11 +475,17 @@ class HeadsKernel:
         return f"at least {need} heads (r + (H - 1) A >= M - k = {self.atoms - self.structural})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"heads": self.heads, "predicted": self.predicted, "proven": self.proven,
-                "structural": self.structural, "span_bound": self.span_bound, "heads_needed": self.heads_needed,
-                "span": self.span.to_dict(),
+        return {"heads": self.heads, "atoms": self.atoms, "predicted": self.predicted, "proven": self.proven,
+                "structural": self.structural, "structural_exact": self.structural_exact,
+                "span_bound": self.span_bound, "heads_needed": self.heads_needed, "span": self.span.to_dict(),
                 "saturation": None if self.saturation is None else self.saturation.to_dict(),
                 "reason": self.reason()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HeadsKernel:
+        """The prediction from its :meth:`to_dict` (``predicted``, ``proven``, ``span_bound``,
+        ``heads_needed`` and ``reason`` are derived from the fields and not read)."""
+        return restore(cls, d)
 
 
 def heads_kernel(samples: Any, heads: Heads, structure: Any, *, gram: Any = None,

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._records import restore
 from ..cgf import Empirical
 from ..errors import InputError
 from ._sizes import require_drawn_gram
@@ -51,19 +52,28 @@ class HeadAttempt:
         return {"heads": self.heads, "status": self.status, "certified": self.certified, "observed": self.observed,
                 "predicted": self.predicted, "seconds": self.seconds}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HeadAttempt:
+        """The attempt from its :meth:`to_dict`."""
+        return restore(cls, d)
+
 
 @dataclass(frozen=True, eq=False)
 class HeadSearch:
     """The heads a screening used and how they were chosen.
 
+    A search loaded from its :meth:`to_dict` (a saved ``--json`` object) has no heads array:
+    ``heads`` is None there (:attr:`count` still holds, from the last attempt), and ``gram`` and
+    ``kernel`` are what the loader was given (:meth:`from_dict`), else None.
+
     Attributes
     ----------
-    heads : Heads
-        The heads of the last attempt (those the report describes).
-    gram : GramResult
-        Their Gram (certified when asked and sensible).
-    kernel : HeadsKernel
-        The kernel dimension predicted for them.
+    heads : Heads or None
+        The heads of the last attempt (those the report describes); None on a loaded record.
+    gram : GramResult or None
+        Their Gram (certified when asked and sensible); None on a loaded record unless given.
+    kernel : HeadsKernel or None
+        The kernel dimension predicted for them; None on a loaded record unless given.
     attempts : tuple of HeadAttempt
     mode : str
         ``"auto"``, ``"count"`` (a head count given) or ``"given"`` (explicit heads).
@@ -72,9 +82,9 @@ class HeadSearch:
     span : AtomSpan
     """
 
-    heads: Heads
-    gram: GramResult
-    kernel: HeadsKernel
+    heads: Heads | None
+    gram: GramResult | None
+    kernel: HeadsKernel | None
     attempts: tuple[HeadAttempt, ...]
     mode: str
     stopped: str
@@ -82,7 +92,8 @@ class HeadSearch:
 
     @property
     def count(self) -> int:
-        return self.heads.count
+        """``H``, the head count of the last attempt."""
+        return self.attempts[-1].heads if self.heads is None else self.heads.count
 
     def sentence(self) -> str:
         """The head count and how it was chosen, in words."""
@@ -97,6 +108,24 @@ class HeadSearch:
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "heads": self.count, "attempts": [a.to_dict() for a in self.attempts],
                 "stopped": self.stopped, "span": self.span.to_dict(), "sentence": self.sentence()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], *, gram: GramResult | None = None,
+                  kernel: HeadsKernel | None = None) -> HeadSearch:
+        """The search from its :meth:`to_dict`, with ``heads`` None (the heads drawn are not saved).
+
+        ``gram`` and ``kernel`` are the Gram and kernel prediction of the last attempt when the
+        caller has them from the same saved object (a screening report's ``gram`` and its
+        cross-check's ``kernel.heads``: :meth:`ntkcheck.screening.ScreenReport.from_dict`); None
+        otherwise. The saved ``heads`` (the count) must be the last attempt's.
+        """
+        out = restore(cls, {**d, "gram": gram, "kernel": kernel}, heads=lambda _: None)
+        if not out.attempts:
+            raise InputError("HeadSearch.from_dict: 'attempts' is empty (every search records its draws)")
+        if d.get("heads") != out.count:
+            raise InputError(f"HeadSearch.from_dict: 'heads' is {d.get('heads')!r}, the last attempt drew "
+                             f"{out.count} heads")
+        return out
 
 
 def _attempt(laws: list[Empirical], heads: Heads, structure: Any, span: AtomSpan, *, certify: bool, max_bits: int,
