@@ -21,11 +21,13 @@ from typing import Any
 import numpy as np
 from flint import fmpq
 
-from .errors import InputError
+from ._budget import Budget
+from .errors import DomainError, InputError
 
 __all__ = [
     "as_token_set", "as_token_values", "as_samples", "as_exact_samples", "check_score_range",
     "SCORE_LIMIT", "rational_direction", "as_arguments", "to_fraction", "to_fmpq", "real_values", "exact_rows",
+    "as_budget",
 ]
 
 _KINDS = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "O": "object", "V": "structured",
@@ -301,3 +303,16 @@ def as_arguments(a: Any, dim: int) -> tuple[np.ndarray, bool]:
     if not np.all(np.isfinite(arr2)):
         raise InputError("a: has a non-finite entry")
     return arr2, single
+
+
+def as_budget(time_budget: Any, name: str = "time_budget") -> Budget:
+    """``time_budget`` as a :class:`~ntkcheck._budget.Budget` starting now: a positive finite number of
+    seconds, ``None`` (no limit) or a ``Budget`` already running (shared by several calls)."""
+    if isinstance(time_budget, Budget) or time_budget is None:
+        return Budget(None) if time_budget is None else time_budget
+    if isinstance(time_budget, bool) or not isinstance(time_budget, (int, float, np.integer, np.floating)):
+        raise DomainError(f"{name}: expected a number of seconds, a Budget or None, got {time_budget!r}")
+    t = float(time_budget)
+    if not (t > 0 and np.isfinite(t)):
+        raise DomainError(f"{name}: expected a positive finite number of seconds or None, got {time_budget!r}")
+    return Budget(t)

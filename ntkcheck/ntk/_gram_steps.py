@@ -12,18 +12,21 @@ callers import these helpers from there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import scipy.linalg as sla
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
+from .. import _budget
 from .._records import restore
 from .._validate import check_score_range
 from ..cgf import Empirical
-from ..errors import InputError
+from ..errors import InputError, TimeBudgetError
+from .certificate import GramCertificate
 from .features import (
     Heads,
     _as_heads,
@@ -58,6 +61,18 @@ class SampleSize:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SampleSize:
         return restore(cls, d)
+
+
+def merge_note(sizes: Sequence[SampleSize]) -> str | None:
+    """One sentence naming the samples whose repeated tokens were merged, or None."""
+    merged = [i for i, s in enumerate(sizes) if s.atoms < s.tokens]
+    if not merged:
+        return None
+    shown = ", ".join(f"{i} ({sizes[i].tokens} tokens on {sizes[i].atoms} atoms, largest multiplicity "
+                      f"{sizes[i].max_multiplicity})" for i in merged[:4])
+    more = f" and {len(merged) - 4} more" if len(merged) > 4 else ""
+    return (f"repeated tokens merged into atoms with their masses (the NTK acts on L^2(mu_i), where copies of a "
+            f"token are one point): sample{'s' if len(merged) > 1 else ''} {shown}{more}")
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -144,6 +159,7 @@ def _gram_accumulated(laws: Sequence[Empirical], heads: Heads, chunk: int, progr
 
 def _gram_lower(F: np.ndarray) -> np.ndarray:
     """``F F^T`` by BLAS ``syrk``: half the work of ``F @ F.T``; lower triangle only (Fortran order)."""
+    _budget.require(_budget.dense_seconds(float(F.shape[0]) ** 2 * F.shape[1]), "the float64 Gram F F^T")
     return sla.blas.dsyrk(1.0, np.ascontiguousarray(F).T, trans=1, lower=1)
 
 
@@ -157,6 +173,7 @@ def _extremal_eigh(G: np.ndarray) -> tuple[float, float] | None:
     Only the lower triangle of ``G`` is read (as :func:`_gram_accumulated` fills it)."""
     if not G.flags.f_contiguous:
         G = np.asfortranarray(G)  # BLAS symv below takes it as is, without a copy per product
+    _budget.require(_budget.dense_seconds(G.shape[0] ** 3 / 3, _budget.CHOLESKY), "the Cholesky of the Gram")
     try:
         c = sla.cho_factor(G, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
@@ -174,12 +191,20 @@ def _extremal_eigh(G: np.ndarray) -> tuple[float, float] | None:
     return float(1.0 / mu), float(lmax)
 
 
+def svd_seconds(shape: tuple[int, ...], vectors: bool = False) -> float:
+    """Estimated seconds of the singular values (or, with ``vectors``, the thin SVD) of a matrix of
+    ``shape`` (:func:`ntkcheck._budget.dense_seconds`)."""
+    m, k = min(shape), max(shape)
+    return _budget.dense_seconds(4.0 * m * m * k, _budget.SVD if vectors else _budget.SVDVALS)
+
+
 def _svd_eigenvalues(F: np.ndarray) -> np.ndarray:
     """All ``M`` eigenvalues of ``F F^T``, ascending, as the squared singular values of ``F``.
 
     ``F F^T`` is never formed, so relative eigenvalues down to ~1e-26 are resolved (the
     ``eigvalsh`` of the formed Gram stops at ~1e-13)."""
     M = F.shape[0]
+    _budget.require(svd_seconds(F.shape), "the SVD of F")
     s = sla.svdvals(F, check_finite=False)
     ev = np.zeros(M)
     ev[M - s.shape[0]:] = np.sort(s) ** 2  # min(M, Hd) singular values; the rest are exact zeros
@@ -194,9 +219,49 @@ def _kept_matrix(g: _GramInputs, F: np.ndarray | None, eigenvalues: tuple[float,
     """The Gram ``F F^T`` (exactly symmetric) and an orthonormal basis of its observed kernel."""
     if F is None:
         F = g.features()
+    _budget.require(3 * _budget.dense_seconds(4 / 3 * F.shape[0] ** 3, _budget.EIGVALSH), "eigh of the kept Gram")
     kept = F @ F.T
     kept = (kept + kept.T) / 2  # exactly symmetric for eigh
     # the observed kernel: as many eigenvectors as eigenvalues at the floor (the count
     # may come from the SVD; the subspace of a cluster separated by a gap is accurate)
     k = sum(1 for v in (eigenvalues or ()) if v <= floor)
     return kept, np.linalg.eigh(kept)[1][:, :k].copy()
+
+
+# --------------------------------------------------------------------------- time budget
+
+_T = TypeVar("_T")
+
+
+def spectrum_within_budget(compute: Callable[[], _T], atoms: int) -> _T:
+    """``compute()`` (the float64 spectrum) in a stoppable scope of the current time budget
+    (:mod:`ntkcheck._budget`); when the budget runs out or a step would not fit, a
+    :class:`~ntkcheck.errors.TimeBudgetError` with the stage and the option to raise: without the
+    spectrum there is nothing to report."""
+    try:
+        with _budget.scope(stoppable=True) as b:
+            return compute()
+    except _budget.OutOfTime as exc:
+        raise TimeBudgetError(f"the float64 spectrum of the Gram (M = {atoms} distinct atoms) does not fit in the "
+                              f"time budget of {b.seconds:g} s: {exc.stage}; raise the budget (--max-seconds, "
+                              "time_budget=) or lower the heads or the samples") from None
+
+
+def certificate_within_budget(func: Callable[..., GramCertificate]) -> Callable[..., GramCertificate]:
+    """``func`` (a Gram certificate) in a stoppable scope of the current time budget: a step that
+    would not fit is not started, and a budget spent gives an inconclusive certificate saying
+    "not certified (time budget spent)" with the stage (never a bound it did not finish)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> GramCertificate:
+        try:
+            with _budget.scope(stoppable=True):
+                return func(*args, **kwargs)
+        except _budget.OutOfTime as exc:
+            return GramCertificate("inconclusive", None, 53, f"{TIME_SPENT}: {exc.stage}")
+
+    return wrapper
+
+
+#: how a certificate cut short by the time budget begins its detail
+TIME_SPENT = "not certified (time budget spent)"

@@ -31,11 +31,13 @@ from typing import Any
 import numpy as np
 from flint import arb, arb_mat, fmpq
 
+from .. import _budget
 from .._precision import flint_prec
 from .._progress import progress_bar
 from .._records import restore
 from ..cgf.empirical import Empirical, as_laws
 from ..errors import InputError, PrecisionError
+from ..independence._arb_cost import SMALL_N, arb_inverse_seconds
 from . import _rounding as rnd
 from ._arb_fast import preconditioned_bound
 from ._inputs import carried_over, rounded_inputs, rounding_radius
@@ -171,6 +173,7 @@ def _features_arb(laws: Sequence[Empirical], heads: Heads, prec: int) -> arb_mat
             feats: list[list[arb]] = [[] for _ in range(N)]
             XT = XA.transpose()
             for h in range(H):
+                _budget.checkpoint("the Arb features of the Gram")
                 A = XA * Qa[h].transpose()  # rows: Q x_j (exact inputs, ball products)
                 A = arb_mat([[A[j, k] + ba[h][k] for k in range(d)] for j in range(N)])
                 Sc = A * XT  # scores <Q x_j + b, x_k>
@@ -249,6 +252,8 @@ def _certify(laws: Sequence[Empirical], heads: Heads, *, max_bits: int = 2048, s
     fast = None
     seen = None  # a float64 certificate of rounded inputs that did not carry over to the values given
     if method == "preconditioned" or (method == "auto" and arb_cost > _ARB_FIRST_COST):
+        K = heads.count * heads.dim  # ~2 M^2 K flops, measured 4-5x slower a flop than the timed product
+        _budget.require(_budget.dense_seconds(2.0 * M * M * K, 5.0), f"the preconditioned bound (M = {M})")
         fast = preconditioned_bound(laws, heads)
         if fast.lower_bound is not None:
             got = _for_values_given(laws, heads, GramCertificate("float64-preconditioned", fast.lower_bound, 53,
@@ -293,6 +298,8 @@ def _certify_arb(laws: Sequence[Empirical], heads: Heads, max_bits: int, start_b
     last = ""
     while True:
         G = _gram_arb(laws, heads, bits)
+        if M >= SMALL_N and _budget.current().seconds is not None:  # arb_mat.inv cannot be interrupted
+            _budget.require(arb_inverse_seconds(M, bits), f"the Arb inverse of the {M} x {M} Gram at {bits} bits")
         try:
             with flint_prec(bits):
                 Ginv = G.inv()
@@ -372,6 +379,8 @@ def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -
         work = rnd.SymmetricWork(G_lower)
         bar.update(1)
         bar.set_postfix_str(f"G {gb:.2f} GB in place: Cholesky of fl(G)")
+        chol = _budget.dense_seconds(M**3 / 3, _budget.CHOLESKY)
+        _budget.require(chol, f"a Cholesky of the {M} x {M} Gram")
         ok = work.factor(0.0) is not None
         bar.update(1)
         lam = None
@@ -395,6 +404,7 @@ def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -
         for f in fs:
             t = lam * (1.0 - f)
             bar.set_postfix_str(f"G {gb:.2f} GB in place: Cholesky of fl(G) - {t:.3g} I")
+            _budget.require(chol, f"a Cholesky of the {M} x {M} Gram")
             s = work.factor(t)
             bar.update(1)
             if s is None:

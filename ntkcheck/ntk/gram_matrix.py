@@ -59,7 +59,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .. import _budget
 from .._records import restore
+from .._validate import as_budget
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
 from ..independence.results import no_truth_value
@@ -74,6 +76,10 @@ from ._gram_steps import (
     _kept_matrix,
     _Spectrum,
     _svd_eigenvalues,
+    certificate_within_budget,
+    merge_note,
+    spectrum_within_budget,
+    svd_seconds,
 )
 from ._inputs import exactly_singular, rounded_inputs, status_with_certificate
 from .certificate import MAX_CERTIFY_TOKENS, GramCertificate, _certify, certify_positive
@@ -105,6 +111,8 @@ RESOLUTION_EIGH = 1e-10
 RESOLUTION_SVD = 1e-26
 #: relative lambda_min above which float64 alone may report "positive" (the issue's standard).
 POSITIVE_REL = 1e-12
+#: seconds of ``gram`` (and ``ntkcheck gram``, ``screen``) by default: ``time_budget``, ``--max-seconds``
+DEFAULT_TIME_BUDGET = 300.0
 #: full spectrum returned up to this many distinct atoms (rows of the Gram).
 MAX_EIGENVALUES = 4096
 #: entries of one column block of F in the accumulated Gram (256 MiB; see features._head_block).
@@ -114,18 +122,6 @@ SVD_MEMORY_LIMIT = 4 << 30
 
 
 # ------------------------------------------------------------------------------ result
-
-
-def merge_note(sizes: Sequence[SampleSize]) -> str | None:
-    """One sentence naming the samples whose repeated tokens were merged, or None."""
-    merged = [i for i, s in enumerate(sizes) if s.atoms < s.tokens]
-    if not merged:
-        return None
-    shown = ", ".join(f"{i} ({sizes[i].tokens} tokens on {sizes[i].atoms} atoms, largest multiplicity "
-                      f"{sizes[i].max_multiplicity})" for i in merged[:4])
-    more = f" and {len(merged) - 4} more" if len(merged) > 4 else ""
-    return (f"repeated tokens merged into atoms with their masses (the NTK acts on L^2(mu_i), where copies of a "
-            f"token are one point): sample{'s' if len(merged) > 1 else ''} {shown}{more}")
 
 
 @dataclass(frozen=True)
@@ -322,6 +318,7 @@ def spectrum_status(lmin: float, lmax: float, *, by_size: bool, resolution: floa
     return "below resolution" if rel < resolution else "small"
 
 
+@certificate_within_budget  # a step that would not fit in the time budget: "not certified (time budget spent)"
 def gram_certificate(laws: Sequence[Empirical], heads: Heads, *, float64_positive: bool, max_bits: int = 2048,
                      progress: bool = False, chunk: int = DEFAULT_CHUNK) -> GramCertificate:
     """A rigorous lower bound on ``lambda_min`` of the Gram by the cheapest sound route, or why not.
@@ -436,6 +433,7 @@ def _eigh_spectrum(g: _GramInputs) -> _Spectrum:
         G = _gram_lower(F)
     else:
         G = _gram_accumulated(g.laws, g.heads, g.chunk, g.progress)
+    _budget.require(_budget.dense_seconds(4 / 3 * g.atoms**3, _budget.EIGVALSH), "eigvalsh of the Gram")
     ext = None if (g.full_spectrum or g.by_size) else _extremal_eigh(G)
     if ext is not None:
         return _Spectrum(None, ext[0], ext[1], "cholesky-lanczos", RESOLUTION_EIGH, F)
@@ -451,6 +449,8 @@ def _spectrum(g: _GramInputs, method: str) -> tuple[_Spectrum, list[str]]:
         return _svd_spectrum(g, None), []
     spec = _eigh_spectrum(g)
     if method == "auto" and not g.by_size and spec.lmax > 0 and spec.lmin / spec.lmax < RESOLUTION_EIGH:
+        if not _budget.fits(t := svd_seconds((g.atoms, g.heads.count * g.heads.dim))):
+            return spec, [f"lambda_min below the eigvalsh resolution; the SVD of F (about {t:.0f} s) skipped: time budget"]
         if 8 * g.atoms * g.heads.count * g.heads.dim <= SVD_MEMORY_LIMIT:
             return (_svd_spectrum(g, spec.features),
                     ["eigvalsh could not resolve lambda_min (relative < 1e-10): recomputed from the SVD of F"])
@@ -517,6 +517,7 @@ def gram(
     progress: bool = False,
     chunk: int = DEFAULT_CHUNK,
     max_bits: int = 2048,
+    time_budget: float | None = DEFAULT_TIME_BUDGET,
 ) -> GramResult:
     r"""Spectrum of the attention NTK Gram at FixUp on the samples' distinct atoms.
 
@@ -559,6 +560,9 @@ def gram(
         one column block of ``F`` of at most ``8 max(2^25, 256 M)`` bytes (plus the SVD
         fallback's ``8 M H d`` if it is needed and fits in 4 GiB). ``M`` counts distinct
         atoms.
+    time_budget : float, Budget or None
+        Seconds for the call (default 300; None: no limit): a certificate cut short is "not certified (time
+        budget spent)", a float64 spectrum that cannot finish raises :class:`~ntkcheck.errors.TimeBudgetError`.
 
     Returns
     -------
@@ -587,8 +591,10 @@ def gram(
     >>> r.matrix.shape, r.kernel_vectors.shape
     ((8, 8), (8, 0))
     """
-    g = _gram_inputs(samples, heads, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed,
-                     keep_matrix=keep_matrix, method=method, progress=progress, chunk=chunk)
-    notes = _size_notes(g)
-    spec, spectrum_notes = _spectrum(g, method)
-    return _gram_result(g, spec, notes + spectrum_notes, certify=certify, max_bits=max_bits, keep_matrix=keep_matrix)
+    with _budget.scope(as_budget(time_budget)):
+        g = _gram_inputs(samples, heads, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed,
+                         keep_matrix=keep_matrix, method=method, progress=progress, chunk=chunk)
+        notes = _size_notes(g)
+        spec, spectrum_notes = spectrum_within_budget(lambda: _spectrum(g, method), g.atoms)
+        return _gram_result(g, spec, notes + spectrum_notes, certify=certify, max_bits=max_bits,
+                            keep_matrix=keep_matrix)
