@@ -25,8 +25,8 @@ asyncio task sees its own; nothing is process-global):
   the spectrum, the slowest eigenvector) be skipped with a note.
 
 Dense estimates (:func:`dense_seconds`): the BLAS-3 rate of this process is timed once, the first
-time a budget needs an estimate (a ``768 x 3072`` product, best of 3, a few tenths of a second) and each kind of factorisation is charged a measured
-multiple of it (:data:`CHOLESKY`, :data:`EIGVALSH`, :data:`SVDVALS`, :data:`SVD`: ratios of their
+time a budget needs an estimate (a ``512 x 2048`` product, best of 3, a tenth of a second), and
+each kind of factorisation is charged a measured multiple of it (:data:`CHOLESKY`, :data:`EIGVALSH`, :data:`SVDVALS`, :data:`SVD`: ratios of their
 time per flop to a ``syrk`` at ``M = 1600``, ``K = 4 M`` on this machine's 2 cores), times
 :data:`SAFETY`. The small timed product runs at a third to a half of a large ``syrk``'s rate,
 which adds margin; under a load that changes, the time of a factorisation moves by up to 10x
@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -154,17 +154,20 @@ def checkpoint(stage: str) -> None:
         frame.budget.check(stage)
 
 
-def require(seconds: float, stage: str) -> None:
-    """In a stoppable scope, raise :class:`OutOfTime` before starting a step estimated at
-    ``seconds`` that would not finish in the time left (:meth:`Budget.require`)."""
+def require(seconds: float | Callable[[], float], stage: str) -> None:
+    """In a stoppable scope with a limit, raise :class:`OutOfTime` before starting a step estimated at
+    ``seconds`` (a number, or a function computing it: called only then) that would not finish in
+    the time left (:meth:`Budget.require`)."""
     frame = _ACTIVE.get()
-    if frame is not None and frame.stoppable:
-        frame.budget.require(seconds, stage)
+    if frame is not None and frame.stoppable and frame.budget.seconds is not None:
+        frame.budget.require(seconds() if callable(seconds) else seconds, stage)
 
 
-def fits(seconds: float) -> bool:
-    """Whether an optional step estimated at ``seconds`` finishes within the current budget."""
-    return current().fits(seconds)
+def fits(seconds: float | Callable[[], float]) -> bool:
+    """Whether an optional step estimated at ``seconds`` (a number, or a function computing it:
+    called only under a limit) finishes within the current budget."""
+    b = current()
+    return b.seconds is None or b.fits(seconds() if callable(seconds) else seconds)
 
 
 # ------------------------------------------------------------------ what a dense step costs
@@ -184,8 +187,8 @@ SVD = 35.0
 SAFETY = 1.5
 #: steps of fewer flops than this are never estimated (milliseconds)
 SMALL_FLOPS = 2e8
-#: rows of the timed product ``(n, 4 n) x (4 n, n)`` (3.6 GFlop: a tenth of a second, near the BLAS peak)
-_TIMED = 768
+#: rows of the timed product ``(n, 4 n) x (4 n, n)`` (1.1 GFlop: a few hundredths of a second)
+_TIMED = 512
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,22 +12,24 @@ built from a rounded float64 view says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import inspect
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from numbers import Rational, Real
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from flint import fmpq
 
-from ._budget import Budget
+from ._budget import Budget, scope
 from .errors import DomainError, InputError
 
 __all__ = [
     "as_token_set", "as_token_values", "as_samples", "as_exact_samples", "check_score_range",
     "SCORE_LIMIT", "rational_direction", "as_arguments", "to_fraction", "to_fmpq", "real_values", "exact_rows",
-    "as_budget",
+    "as_budget", "within_time_budget",
 ]
 
 _KINDS = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "O": "object", "V": "structured",
@@ -316,3 +318,20 @@ def as_budget(time_budget: Any, name: str = "time_budget") -> Budget:
     if not (t > 0 and np.isfinite(t)):
         raise DomainError(f"{name}: expected a positive finite number of seconds or None, got {time_budget!r}")
     return Budget(t)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def within_time_budget(func: _F) -> _F:
+    """Run ``func`` under its ``time_budget`` keyword (validated by :func:`as_budget`, its default
+    when not given): one :func:`ntkcheck._budget.scope` shared by every step below it, so that a
+    decision, a Gram or an optional step inside never runs past it."""
+    default = inspect.signature(func).parameters["time_budget"].default
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with scope(as_budget(kwargs.get("time_budget", default))):
+            return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -51,6 +51,7 @@ import numpy as np
 from ._records import plain, restore
 from ._report_text import crosscheck_lines, gram_lines, paragraphs, sample_lines, verdict_lines
 from ._text import WIDTH, fit
+from ._validate import within_time_budget
 from .cgf import Empirical, as_laws
 from .errors import InputError
 from .independence.results import Decision, no_truth_value
@@ -389,6 +390,7 @@ def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[Sample
     return tuple(out)
 
 
+@within_time_budget  # one budget for the decisions, the Gram, its certificate and the cross-checks
 def screen(
     samples: Any = None,
     *,
@@ -403,6 +405,7 @@ def screen(
     progress: bool = False,
     source: str | None = None,
     min_relative_lambda: float = DEFAULT_MIN_RELATIVE_LAMBDA,
+    time_budget: float | None = 300.0,
 ) -> ScreenReport:
     r"""Screen token data at FixUp initialisation.
 
@@ -430,6 +433,8 @@ def screen(
         The smallest certified ``lambda_min / lambda_max`` called a useful rate (default
         ``1e-12``, :mod:`ntkcheck.ntk.useful_rate` says why; 0 turns the gate off): a Gram
         certified positive below it concludes ``"certified positive, below a useful rate"``.
+    time_budget : float, Budget or None
+        Seconds for the whole screening (default 300; None: no limit; each decision gets at most 60 of them).
 
     Returns
     -------

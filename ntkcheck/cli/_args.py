@@ -80,6 +80,18 @@ def seconds(x: str) -> float:
     return v
 
 
+#: ``--max-seconds`` of each long command by default (the API's ``time_budget`` defaults are the same;
+#: ``decide`` calls it the budget of each decision and also takes ``--timeout``)
+MAX_SECONDS: dict[str, float] = {"decide": 60.0, "flow": 50.0, "screen": 300.0, "gram": 300.0, "claims": 1800.0,
+                                 "experiment": 900.0, "sweep": 3600.0}
+
+
+def add_budget_option(p: argparse.ArgumentParser, verb: str, what: str) -> None:
+    """``--max-seconds SECONDS``: the time budget of the whole command (:mod:`ntkcheck._budget`)."""
+    p.add_argument("--max-seconds", type=seconds, default=MAX_SECONDS[verb], metavar="SECONDS",
+                   help=f"time budget of the whole command in seconds (default {MAX_SECONDS[verb]:g}); {what}")
+
+
 # ---------------------------------------------------------------------- exit codes
 
 #: exit statuses shared by every subcommand (stated in each ``--help`` and in the README)
@@ -114,7 +126,8 @@ EXIT_CODES: dict[str, str] = {
             "envelope exp(-rate s) Loss(0), or the displacement exceeds the guaranteed radius); 2 bad input.",
     "claims": "0 every claim holds (known-refuted claims fail as recorded); 1 a claim fails unexpectedly, "
               "falls short of its minimum of held instances or of its inconclusive budget, or its checker "
-              "raises; 2 bad input.",
+              "raises; 3 --max-seconds ran out before some claim was established (only what ran is counted, "
+              "never 'holds'); 2 bad input.",
     "tokens": "0 files written; 2 bad input (missing file, no texts, model not installed).",
     "experiment": "0 every measured rate is consistent with the theorem and every direct check holds (--list: "
                   "listed); 1 a rate is significantly slower than the theorem allows or a direct check fails; "

@@ -159,7 +159,7 @@ def _gram_accumulated(laws: Sequence[Empirical], heads: Heads, chunk: int, progr
 
 def _gram_lower(F: np.ndarray) -> np.ndarray:
     """``F F^T`` by BLAS ``syrk``: half the work of ``F @ F.T``; lower triangle only (Fortran order)."""
-    _budget.require(_budget.dense_seconds(float(F.shape[0]) ** 2 * F.shape[1]), "the float64 Gram F F^T")
+    _budget.require(lambda: _budget.dense_seconds(float(F.shape[0]) ** 2 * F.shape[1]), "the float64 Gram F F^T")
     return sla.blas.dsyrk(1.0, np.ascontiguousarray(F).T, trans=1, lower=1)
 
 
@@ -173,7 +173,7 @@ def _extremal_eigh(G: np.ndarray) -> tuple[float, float] | None:
     Only the lower triangle of ``G`` is read (as :func:`_gram_accumulated` fills it)."""
     if not G.flags.f_contiguous:
         G = np.asfortranarray(G)  # BLAS symv below takes it as is, without a copy per product
-    _budget.require(_budget.dense_seconds(G.shape[0] ** 3 / 3, _budget.CHOLESKY), "the Cholesky of the Gram")
+    _budget.require(lambda: _budget.dense_seconds(G.shape[0] ** 3 / 3, _budget.CHOLESKY), "the Cholesky of the Gram")
     try:
         c = sla.cho_factor(G, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
@@ -204,7 +204,7 @@ def _svd_eigenvalues(F: np.ndarray) -> np.ndarray:
     ``F F^T`` is never formed, so relative eigenvalues down to ~1e-26 are resolved (the
     ``eigvalsh`` of the formed Gram stops at ~1e-13)."""
     M = F.shape[0]
-    _budget.require(svd_seconds(F.shape), "the SVD of F")
+    _budget.require(lambda: svd_seconds(F.shape), "the SVD of F")
     s = sla.svdvals(F, check_finite=False)
     ev = np.zeros(M)
     ev[M - s.shape[0]:] = np.sort(s) ** 2  # min(M, Hd) singular values; the rest are exact zeros
@@ -219,7 +219,7 @@ def _kept_matrix(g: _GramInputs, F: np.ndarray | None, eigenvalues: tuple[float,
     """The Gram ``F F^T`` (exactly symmetric) and an orthonormal basis of its observed kernel."""
     if F is None:
         F = g.features()
-    _budget.require(3 * _budget.dense_seconds(4 / 3 * F.shape[0] ** 3, _budget.EIGVALSH), "eigh of the kept Gram")
+    _budget.require(lambda: 3 * _budget.dense_seconds(4 / 3 * F.shape[0] ** 3, _budget.EIGVALSH), "eigh of the kept Gram")
     kept = F @ F.T
     kept = (kept + kept.T) / 2  # exactly symmetric for eigh
     # the observed kernel: as many eigenvectors as eigenvalues at the floor (the count

@@ -253,7 +253,7 @@ def _certify(laws: Sequence[Empirical], heads: Heads, *, max_bits: int = 2048, s
     seen = None  # a float64 certificate of rounded inputs that did not carry over to the values given
     if method == "preconditioned" or (method == "auto" and arb_cost > _ARB_FIRST_COST):
         K = heads.count * heads.dim  # ~2 M^2 K flops, measured 4-5x slower a flop than the timed product
-        _budget.require(_budget.dense_seconds(2.0 * M * M * K, 5.0), f"the preconditioned bound (M = {M})")
+        _budget.require(lambda: _budget.dense_seconds(2.0 * M * M * K, 5.0), f"the preconditioned bound (M = {M})")
         fast = preconditioned_bound(laws, heads)
         if fast.lower_bound is not None:
             got = _for_values_given(laws, heads, GramCertificate("float64-preconditioned", fast.lower_bound, 53,
@@ -298,8 +298,8 @@ def _certify_arb(laws: Sequence[Empirical], heads: Heads, max_bits: int, start_b
     last = ""
     while True:
         G = _gram_arb(laws, heads, bits)
-        if M >= SMALL_N and _budget.current().seconds is not None:  # arb_mat.inv cannot be interrupted
-            _budget.require(arb_inverse_seconds(M, bits), f"the Arb inverse of the {M} x {M} Gram at {bits} bits")
+        if M >= SMALL_N:  # arb_mat.inv cannot be interrupted: estimated first (under a time budget)
+            _budget.require(lambda b=bits: arb_inverse_seconds(M, b), f"the Arb inverse of the {M} x {M} Gram at {bits} bits")
         try:
             with flint_prec(bits):
                 Ginv = G.inv()
@@ -379,7 +379,9 @@ def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -
         work = rnd.SymmetricWork(G_lower)
         bar.update(1)
         bar.set_postfix_str(f"G {gb:.2f} GB in place: Cholesky of fl(G)")
-        chol = _budget.dense_seconds(M**3 / 3, _budget.CHOLESKY)
+        def chol() -> float:
+            return _budget.dense_seconds(M**3 / 3, _budget.CHOLESKY)
+
         _budget.require(chol, f"a Cholesky of the {M} x {M} Gram")
         ok = work.factor(0.0) is not None
         bar.update(1)

@@ -433,7 +433,7 @@ def _eigh_spectrum(g: _GramInputs) -> _Spectrum:
         G = _gram_lower(F)
     else:
         G = _gram_accumulated(g.laws, g.heads, g.chunk, g.progress)
-    _budget.require(_budget.dense_seconds(4 / 3 * g.atoms**3, _budget.EIGVALSH), "eigvalsh of the Gram")
+    _budget.require(lambda: _budget.dense_seconds(4 / 3 * g.atoms**3, _budget.EIGVALSH), "eigvalsh of the Gram")
     ext = None if (g.full_spectrum or g.by_size) else _extremal_eigh(G)
     if ext is not None:
         return _Spectrum(None, ext[0], ext[1], "cholesky-lanczos", RESOLUTION_EIGH, F)
@@ -449,8 +449,8 @@ def _spectrum(g: _GramInputs, method: str) -> tuple[_Spectrum, list[str]]:
         return _svd_spectrum(g, None), []
     spec = _eigh_spectrum(g)
     if method == "auto" and not g.by_size and spec.lmax > 0 and spec.lmin / spec.lmax < RESOLUTION_EIGH:
-        if not _budget.fits(t := svd_seconds((g.atoms, g.heads.count * g.heads.dim))):
-            return spec, [f"lambda_min below the eigvalsh resolution; the SVD of F (about {t:.0f} s) skipped: time budget"]
+        if not _budget.fits(lambda: svd_seconds((g.atoms, g.heads.count * g.heads.dim))):
+            return spec, ["lambda_min below the eigvalsh resolution; the SVD of F skipped: it would not fit in the time budget"]
         if 8 * g.atoms * g.heads.count * g.heads.dim <= SVD_MEMORY_LIMIT:
             return (_svd_spectrum(g, spec.features),
                     ["eigvalsh could not resolve lambda_min (relative < 1e-10): recomputed from the SVD of F"])
