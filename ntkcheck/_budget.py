@@ -22,29 +22,36 @@ asyncio task sees its own; nothing is process-global):
 * a step that cannot be interrupted once started (one LAPACK call on an ``M x M`` matrix, an
   Arb inverse) is estimated first: :func:`require` raises before starting what would not finish in
   the time left (in a stoppable scope), and :func:`fits` lets an optional step (the SVD fallback of
-  the spectrum, the slowest eigenvector) be skipped with a note.
+  the spectrum, the slowest eigenvector) be skipped with a note;
+* since an estimate can be off by several times on a loaded machine, the LAPACK calls themselves
+  run through :func:`run`: in a stoppable scope with a limit, in a daemon thread that the caller
+  stops waiting for at the deadline (numpy releases the GIL in LAPACK); the call is abandoned, not
+  killed: it finishes in the background and its result is dropped. Arb (python-flint holds the
+  GIL) relies on its estimate alone.
 
 Dense estimates (:func:`dense_seconds`): the BLAS-3 rate of this process is timed once, the first
 time a budget needs an estimate (a ``512 x 2048`` product, best of 3, a tenth of a second), and
-each kind of factorisation is charged a measured multiple of it (:data:`CHOLESKY`, :data:`EIGVALSH`, :data:`SVDVALS`, :data:`SVD`: ratios of their
-time per flop to a ``syrk`` at ``M = 1600``, ``K = 4 M`` on this machine's 2 cores), times
-:data:`SAFETY`. The small timed product runs at a third to a half of a large ``syrk``'s rate,
-which adds margin; under a load that changes, the time of a factorisation moves by up to 10x
-(measured: a Cholesky of ``M = 1600`` took 0.3 s and 3.3 s a minute apart on 2 cores shared by
-5 busy processes), so an estimate bounds the overshoot, it does not promise it away. Small problems (under :data:`SMALL_FLOPS`)
-are never estimated.
+each kind of factorisation is charged a measured multiple of it per flop (:data:`CHOLESKY`,
+:data:`EIGVALSH`, :data:`SVDVALS`, :data:`SVD`: their time per flop over a ``syrk``'s at
+``M = 1600``, ``K = 4 M`` on this machine's 2 cores, quiet). On a loaded machine the time of one
+factorisation moves by up to 10x (a Cholesky of ``M = 1600`` took 0.3 s and 3.3 s a minute apart
+on 2 cores shared by 5 busy processes), so an estimate only keeps from starting what cannot fit;
+:func:`run` is what holds the deadline. Small problems (under :data:`SMALL_FLOPS`) are never
+estimated.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-__all__ = ["Budget", "OutOfTime", "UNLIMITED", "scope", "current", "checkpoint", "require", "fits",
+__all__ = ["Budget", "OutOfTime", "UNLIMITED", "scope", "current", "checkpoint", "require", "fits", "run",
            "dense_seconds", "BLAS3", "CHOLESKY", "EIGVALSH", "SVDVALS", "SVD", "SAFETY"]
 
 
@@ -170,21 +177,51 @@ def fits(seconds: float | Callable[[], float]) -> bool:
     return b.seconds is None or b.fits(seconds() if callable(seconds) else seconds)
 
 
+_T = TypeVar("_T")
+
+
+def run(func: Callable[[], _T], stage: str) -> _T:
+    """``func()``, one call that cannot be interrupted (a LAPACK factorisation), such that the caller
+    gets control back at the deadline: in a stoppable scope with a limit it runs in a daemon thread,
+    and when the budget is spent before it returns, :class:`OutOfTime` is raised and the call is
+    abandoned (it finishes in the background; its result is dropped). Elsewhere it is just called."""
+    frame = _ACTIVE.get()
+    if frame is None or not frame.stoppable or frame.budget.seconds is None:
+        return func()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = func()
+        except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"ntkcheck: {stage}", daemon=True)
+    worker.start()
+    worker.join(frame.budget.remaining())
+    if worker.is_alive():
+        raise OutOfTime(f"{stage} (not finished when the time budget ran out: abandoned, its result dropped)")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
 # ------------------------------------------------------------------ what a dense step costs
 
 #: time per flop, as a multiple of the timed BLAS-3 product's: syrk / gemm (measured 0.8-1.0)
 BLAS3 = 1.0
-#: Cholesky (``M^3 / 3`` flops): measured 3 on an idle machine, up to 60 with 2 cores shared by 5
+#: Cholesky (``M^3 / 3`` flops): measured 3 on a quiet machine, up to 60 with 2 cores shared by 5
 #: busy processes (LAPACK's panel steps stall when their threads are descheduled)
-CHOLESKY = 8.0
+CHOLESKY = 3.0
 #: eigvalsh (``4 M^3 / 3`` flops; the tridiagonal reduction is half BLAS-2): measured 7-60
-EIGVALSH = 15.0
+EIGVALSH = 7.0
 #: singular values of ``(M, K)``, ``K >= M`` (``4 M^2 K`` flops): measured 12-25
 SVDVALS = 17.0
 #: thin SVD with the left singular vectors (``4 M^2 K`` flops counted): measured 30-45
 SVD = 35.0
-#: factor on every estimate (the spread of the rate under a load that changes)
-SAFETY = 1.5
+#: factor on every estimate: 1, the estimate is the typical time (a call that takes longer is
+#: abandoned at the deadline by :func:`run`; the estimate only keeps what cannot fit from starting)
+SAFETY = 1.0
 #: steps of fewer flops than this are never estimated (milliseconds)
 SMALL_FLOPS = 2e8
 #: rows of the timed product ``(n, 4 n) x (4 n, n)`` (1.1 GFlop: a few hundredths of a second)

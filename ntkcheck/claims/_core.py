@@ -28,7 +28,7 @@ from hypothesis.strategies import SearchStrategy
 from .._budget import scope
 from .._records import restore
 from .._validate import as_budget
-from ..errors import NtkcheckError
+from ..errors import NtkcheckError, TimeBudgetError
 
 __all__ = ["Outcome", "Check", "Claim", "ClaimReport", "check_instance", "run_claim", "describe"]
 
@@ -173,13 +173,16 @@ def check_instance(claim: Claim, instance: Instance) -> Check:
     """Run the hypothesis checker, then (if met) the conclusion checker, on one instance.
 
     An error ntkcheck raises (``NtkcheckError``) while checking an instance is a failure:
-    the toolkit refused an input the claim covers. Any other exception propagates (a bug
-    of the checker; the runner reports it and fails the claim).
+    the toolkit refused an input the claim covers; except a :class:`~ntkcheck.errors.TimeBudgetError`
+    (the run's time budget, not the instance), which propagates: the runner stops there. Any other
+    exception propagates (a bug of the checker; the runner reports it and fails the claim).
     """
     try:
         if not claim.hypothesis(instance):
             return Check(Outcome.SKIPPED, "hypotheses not met")
         return claim.conclusion(instance)
+    except TimeBudgetError:
+        raise
     except NtkcheckError as exc:
         return Check.failed(f"toolkit error {type(exc).__name__}: {exc}")
 
@@ -382,12 +385,15 @@ def _run_claim(claim: Claim, examples: int, seed: int, shrink: bool, budget: Any
         if budget.expired():
             break
         inst = make()
-        tally.add(check_instance(claim, inst), inst)
+        try:
+            tally.add(check_instance(claim, inst), inst)
+        except TimeBudgetError:
+            break  # the instance did not fit in what was left: not counted
         if tally.failed:
             break
     error = ""
     draws = max(1, int(examples) // max(1, claim.cost))
-    if not tally.failed and budget.expired():
+    if not tally.failed and (budget.expired() or tally.tried + tally.skipped < len(claim.examples)):
         timed_out = (f"time budget of {budget.seconds:g} s spent " + ("during the pinned cases" if tally.tried
                                                                       or tally.skipped else "before this claim started"))
     if not tally.failed and not timed_out:
@@ -406,7 +412,10 @@ def _run_claim(claim: Claim, examples: int, seed: int, shrink: bool, budget: Any
             if budget.expired():
                 raise _OutOfTime
             drawn += 1
-            chk = check_instance(claim, inst)
+            try:
+                chk = check_instance(claim, inst)
+            except TimeBudgetError:
+                raise _OutOfTime from None  # the instance did not fit in what was left: not counted
             tally.add(chk, inst)
             if chk.outcome is Outcome.FAILED:
                 raise _Counterexample(chk.detail)

@@ -110,12 +110,14 @@ EXIT_CODES: dict[str, str] = {
               "1 Gram singular, certified by an exact CGF dependency with overlap (Prop. 8) or by an exact proof "
               "on these heads, or the cross-check disagrees; 3 certified positive but below the useful rate "
               "(a near-dependency, named), or not certified (positive in float64 only, --no-certify, no "
-              "prediction, or a certificate that holds only for the float64 rounding of tokens or heads "
-              "given at other values); 2 bad input.",
+              "prediction, a certificate that holds only for the float64 rounding of tokens or heads "
+              "given at other values, or one cut short by --max-seconds); 2 bad input, or a float64 Gram that "
+              "cannot finish within --max-seconds (refused with the estimate).",
     "gram": "0 Gram certified positive with a useful rate (the route of screen; --min-relative-lambda); 1 singular "
             "by a named dependence structure (duplicates, translates, products, Diracs) or proved singular in "
             "exact arithmetic on these heads; 3 certified positive below the useful rate, or not certified "
-            "(--no-certify); 2 bad input.",
+            "(--no-certify, or the certificate cut short by --max-seconds); 2 bad input, or a float64 Gram that "
+            "cannot finish within --max-seconds (refused with the estimate).",
     "certify": "0 certified positive (lambda_min >= the bound printed, for every symmetric matrix within "
                "--abs-error of the file); 1 certified not positive definite, only from an exact proof: singular "
                "(the exact rank of the numbers given, --abs-error 0) or indefinite (a vector with x^T S x < 0 for "
@@ -131,7 +133,8 @@ EXIT_CODES: dict[str, str] = {
     "tokens": "0 files written; 2 bad input (missing file, no texts, model not installed).",
     "experiment": "0 every measured rate is consistent with the theorem and every direct check holds (--list: "
                   "listed); 1 a rate is significantly slower than the theorem allows or a direct check fails; "
-                  "3 inconclusive (confidence interval too wide, or errors on the reference's floor); 2 bad input.",
+                  "3 inconclusive (confidence interval too wide, errors on the reference's floor, or stopped by "
+                  "--max-seconds); 2 bad input.",
 }
 
 

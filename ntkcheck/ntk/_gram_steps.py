@@ -160,7 +160,7 @@ def _gram_accumulated(laws: Sequence[Empirical], heads: Heads, chunk: int, progr
 def _gram_lower(F: np.ndarray) -> np.ndarray:
     """``F F^T`` by BLAS ``syrk``: half the work of ``F @ F.T``; lower triangle only (Fortran order)."""
     _budget.require(lambda: _budget.dense_seconds(float(F.shape[0]) ** 2 * F.shape[1]), "the float64 Gram F F^T")
-    return sla.blas.dsyrk(1.0, np.ascontiguousarray(F).T, trans=1, lower=1)
+    return _budget.run(lambda: sla.blas.dsyrk(1.0, np.ascontiguousarray(F).T, trans=1, lower=1), "F F^T")
 
 
 # ---------------------------------------------------------------------------- spectrum
@@ -175,7 +175,7 @@ def _extremal_eigh(G: np.ndarray) -> tuple[float, float] | None:
         G = np.asfortranarray(G)  # BLAS symv below takes it as is, without a copy per product
     _budget.require(lambda: _budget.dense_seconds(G.shape[0] ** 3 / 3, _budget.CHOLESKY), "the Cholesky of the Gram")
     try:
-        c = sla.cho_factor(G, lower=True, check_finite=False)
+        c = _budget.run(lambda: sla.cho_factor(G, lower=True, check_finite=False), "the Cholesky of the Gram")
     except np.linalg.LinAlgError:
         return None
     n = G.shape[0]
@@ -205,7 +205,7 @@ def _svd_eigenvalues(F: np.ndarray) -> np.ndarray:
     ``eigvalsh`` of the formed Gram stops at ~1e-13)."""
     M = F.shape[0]
     _budget.require(lambda: svd_seconds(F.shape), "the SVD of F")
-    s = sla.svdvals(F, check_finite=False)
+    s = _budget.run(lambda: sla.svdvals(F, check_finite=False), "the SVD of F")
     ev = np.zeros(M)
     ev[M - s.shape[0]:] = np.sort(s) ** 2  # min(M, Hd) singular values; the rest are exact zeros
     return ev
@@ -225,7 +225,7 @@ def _kept_matrix(g: _GramInputs, F: np.ndarray | None, eigenvalues: tuple[float,
     # the observed kernel: as many eigenvectors as eigenvalues at the floor (the count
     # may come from the SVD; the subspace of a cluster separated by a gap is accurate)
     k = sum(1 for v in (eigenvalues or ()) if v <= floor)
-    return kept, np.linalg.eigh(kept)[1][:, :k].copy()
+    return kept, _budget.run(lambda: np.linalg.eigh(kept)[1][:, :k].copy(), "eigh of the kept Gram")
 
 
 # --------------------------------------------------------------------------- time budget

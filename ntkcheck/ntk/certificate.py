@@ -254,7 +254,7 @@ def _certify(laws: Sequence[Empirical], heads: Heads, *, max_bits: int = 2048, s
     if method == "preconditioned" or (method == "auto" and arb_cost > _ARB_FIRST_COST):
         K = heads.count * heads.dim  # ~2 M^2 K flops, measured 4-5x slower a flop than the timed product
         _budget.require(lambda: _budget.dense_seconds(2.0 * M * M * K, 5.0), f"the preconditioned bound (M = {M})")
-        fast = preconditioned_bound(laws, heads)
+        fast = _budget.run(lambda: preconditioned_bound(laws, heads), f"the preconditioned bound (M = {M})")
         if fast.lower_bound is not None:
             got = _for_values_given(laws, heads, GramCertificate("float64-preconditioned", fast.lower_bound, 53,
                                                                  fast.statement))
@@ -383,12 +383,12 @@ def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -
             return _budget.dense_seconds(M**3 / 3, _budget.CHOLESKY)
 
         _budget.require(chol, f"a Cholesky of the {M} x {M} Gram")
-        ok = work.factor(0.0) is not None
+        ok = _budget.run(lambda: work.factor(0.0), f"a Cholesky of the {M} x {M} Gram") is not None
         bar.update(1)
         lam = None
         if ok:
             bar.set_postfix_str(f"G {gb:.2f} GB in place: Lanczos on the inverse")
-            lam = work.smallest_eig_estimate()
+            lam = _budget.run(work.smallest_eig_estimate, "Lanczos on the inverse of the Gram")
             bar.update(1)
         if lam is None:
             return _refused(M, f"float64 Cholesky of the Gram fails: lambda_min is not positive at float64 "
@@ -407,7 +407,7 @@ def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -
             t = lam * (1.0 - f)
             bar.set_postfix_str(f"G {gb:.2f} GB in place: Cholesky of fl(G) - {t:.3g} I")
             _budget.require(chol, f"a Cholesky of the {M} x {M} Gram")
-            s = work.factor(t)
+            s = _budget.run(lambda t=t: work.factor(t), f"a Cholesky of the {M} x {M} Gram")
             bar.update(1)
             if s is None:
                 bar.total += 1

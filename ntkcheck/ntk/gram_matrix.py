@@ -437,7 +437,7 @@ def _eigh_spectrum(g: _GramInputs) -> _Spectrum:
     ext = None if (g.full_spectrum or g.by_size) else _extremal_eigh(G)
     if ext is not None:
         return _Spectrum(None, ext[0], ext[1], "cholesky-lanczos", RESOLUTION_EIGH, F)
-    eig = np.linalg.eigvalsh(G, UPLO="L")  # G holds its lower triangle only
+    eig = _budget.run(lambda: np.linalg.eigvalsh(G, UPLO="L"), "eigvalsh of the Gram")  # G: lower triangle
     return _Spectrum(eig, float(eig[0]), float(eig[-1]), "eigvalsh", RESOLUTION_EIGH, F)
 
 

@@ -132,7 +132,11 @@ def slow_mode(laws: Sequence[Empirical], heads: Heads) -> SlowMode | None:
     if not _budget.fits(lambda: _budget.dense_seconds(4.0 * M * M * heads.count * heads.dim, _budget.SVD)):
         return None  # the SVD would not fit in the time budget: the near-dependency is not named
     F = _features(laws, heads)
-    U, s, _ = sla.svd(F, full_matrices=False, check_finite=False)
+    try:  # an optional diagnosis: abandoned at the deadline rather than run past it
+        with _budget.scope(stoppable=True):
+            U, s, _ = _budget.run(lambda: sla.svd(F, full_matrices=False, check_finite=False), "the SVD of F")
+    except _budget.OutOfTime:
+        return None
     v = U[:, int(np.argmin(s))]
     edges = np.cumsum([0] + [law.n_atoms for law in laws])
     shares = tuple(float(np.sum(v[edges[i]:edges[i + 1]] ** 2)) for i in range(len(laws)))
