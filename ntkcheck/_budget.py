@@ -51,7 +51,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["Budget", "OutOfTime", "UNLIMITED", "scope", "current", "checkpoint", "require", "fits", "run",
+__all__ = ["Budget", "OutOfTime", "UNLIMITED", "scope", "current", "checkpoint", "require", "fits", "run", "capped",
            "dense_seconds", "BLAS3", "CHOLESKY", "EIGVALSH", "SVDVALS", "SVD", "SAFETY"]
 
 
@@ -168,6 +168,14 @@ def require(seconds: float | Callable[[], float], stage: str) -> None:
     frame = _ACTIVE.get()
     if frame is not None and frame.stoppable and frame.budget.seconds is not None:
         frame.budget.require(seconds() if callable(seconds) else seconds, stage)
+
+
+def capped(seconds: float | None) -> float | None:
+    """``seconds`` (a step's own time budget, None: none) never beyond what is left of the current budget."""
+    left = current().remaining()
+    if left == float("inf"):
+        return seconds
+    return left if seconds is None else min(float(seconds), left)
 
 
 def fits(seconds: float | Callable[[], float]) -> bool:

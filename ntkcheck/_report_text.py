@@ -51,9 +51,11 @@ def gram_lines(report: Any) -> list[str]:
     g = report.gram
     out = [f"NTK Gram at FixUp:    M = {g.atoms} distinct atoms ({g.tokens} tokens), H = {g.heads} heads, "
            f"d = {g.dim}", f"  heads drawn         {report.heads}", *g.report_lines()]
+    if report.head_search is not None:
+        out.insert(2, f"  head count          {report.head_search.sentence()}")
     if report.crosscheck.kernel is not None:
         out.append(f"  kernel dimension    {report.crosscheck.kernel.sentence()}")
-    return out
+    return out + ([] if report.head_law is None else report.head_law.report_lines())
 
 
 def crosscheck_lines(report: Any) -> list[str]:

@@ -34,9 +34,8 @@ For token sets :math:`X_1, \dots, X_n` and heads drawn from an init spec, the re
 The report ends with a bottom line (:attr:`ScreenReport.bottom_line`): what the data is,
 what the verdict means for training, and what to do next.
 
-References: seed 003 Prop. 8, seed 002 Thm. 8.5; ``theory/ntk-prop8.md`` (the Prop. 8
-cross-check and its table of cases), ``theory/local-convergence.md`` (what
-:math:`\lambda_0` buys).
+References: seed 003 Prop. 8, seed 002 Thm. 8.5; ``theory/ntk-prop8.md`` (the Prop. 8 cross-check
+and its table of cases), ``theory/local-convergence.md`` (what :math:`\lambda_0` buys).
 """
 
 from __future__ import annotations
@@ -57,10 +56,12 @@ from .errors import InputError
 from .independence.results import Decision, no_truth_value
 from .io.files import BUNDLED_DATA, bundled_path, load_samples
 from .io.heads import load_heads as load_heads  # re-exported: its historic home
-from .ntk._sizes import require_drawn_gram
+from .ntk import head_law as _head_law
 from .ntk.crosscheck import CrosscheckResult, crosscheck
-from .ntk.features import Heads, _atom_count, init_heads
+from .ntk.features import Heads, _atom_count
 from .ntk.gram_matrix import GramResult, certify_result, gram
+from .ntk.head_rank import default_head_count
+from .ntk.head_search import finite_heads_sentences, search_heads
 from .ntk.structure import DependenceStructure, dependence_structure
 from .ntk.useful_rate import (
     DEFAULT_MIN_RELATIVE_LAMBDA,
@@ -85,21 +86,14 @@ RATE_CAVEAT = (
     "outputs, by a certified bound on how far the NTK moves (L_K; ntkcheck flow certifies it for given targets)"
 )
 
-
 #: what a screening can conclude (:attr:`ScreenReport.outcome`), in order of precedence
 OUTCOMES: tuple[str, ...] = ("disagrees", "certified positive", "certified positive, below a useful rate",
                              "certified singular", "positive in float64 only", "not certified")
-
 
 #: highest Arb precision of the Gram certificate of ``screen`` and ``ntkcheck gram`` (one route for both)
 CERTIFY_MAX_BITS = 512
 
 
-def default_head_count(M: int, d: int) -> int:
-    """``ceil(4 M / d)`` heads: ``H d >= 4 M``, rank room for a Monte Carlo estimate of a
-    mean-field :math:`\\rho` (the Gram has rank at most ``H d``, so ``H d >= M`` at least).
-    ``M`` counts the rows of the Gram: distinct atoms, summed over the samples."""
-    return max(1, math.ceil(4 * M / d))
 
 
 @dataclass(frozen=True)
@@ -147,6 +141,8 @@ class ScreenReport:
     slow_mode: SlowMode | None = None
     #: the heads screened (not written by :meth:`to_dict`; a certificate file records them)
     drawn_heads: Heads | None = field(default=None, repr=False, compare=False)
+    head_law: Any = None  # HeadLawBound: lambda_min of the head law's NTK, with its probability
+    head_search: Any = None  # HeadSearch: how many heads were drawn and why
 
     # a dataclass is always truthy: ``if screen(...):`` would read a dependent verdict as success
     __bool__ = no_truth_value
@@ -232,6 +228,8 @@ class ScreenReport:
             "source": self.source,
             "min_relative_lambda": self.min_relative_lambda,
             "slow_mode": None if self.slow_mode is None else self.slow_mode.to_dict(),
+            "head_law": None if self.head_law is None else self.head_law.to_dict(),
+            "head_search": None if self.head_search is None else self.head_search.to_dict(),
             "bottom_line": self.bottom_line,
         }
 
@@ -277,11 +275,9 @@ def _bottom_sentences(report: ScreenReport) -> tuple[str, str, str]:
     n = len(report.samples)
     data = (f"Data: {report.source}." if report.source else
             f"Data: {n} samples, {g.atoms} distinct atoms in d = {g.dim}, screened with H = {g.heads} heads.")
-    if g.rank_deficient_by_size:
-        meaning = (f"Training: nothing can be said yet: with H d = {g.heads * g.dim} < M = {g.atoms} the "
-                   "Gram is singular by rank whatever the data.")
-        nxt = f"Next: rerun with at least {math.ceil(g.atoms / g.dim)} heads (the default draws 4 M / d)."
-        return data, meaning, nxt
+    few = finite_heads_sentences(report.crosscheck.kernel, g, report.head_law)
+    if few is not None:
+        return data, *few
     if report.outcome == "disagrees":
         meaning = ("Training: nothing can be concluded: the Gram and seed 003 Prop. 8 disagree on these data "
                    "(the CGF verdict and the spectrum contradict each other), so neither can be trusted here.")
@@ -312,8 +308,10 @@ def _independent_sentences(report: ScreenReport) -> tuple[str, str]:
     g = report.gram
     how = (f"certified: {g.certified.how}" if g.certified_positive and g.certified else
            "positive in float64 only, not certified" if g.positive else f"not established ({g.status})")
-    meaning = (f"Training: the CGFs are certified weakly independent, so the NTK at FixUp is injective "
-               f"(seed 003 Prop. 8); the Gram on these heads is positive ({how}), lambda_0 = "
+    law = "" if report.head_law is None else report.head_law.training_clause()
+    meaning = (f"Training: the CGFs are certified weakly independent, so the NTK of the head law at FixUp is "
+               f"injective (seed 003 Prop. 8){law}; the Gram of the heads drawn (the NTK of training those "
+               f"heads) is positive ({how}), lambda_0 = "
                f"{report.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on the "
                "per-token loss decays at least at that rate.")
     nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
@@ -394,7 +392,7 @@ def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[Sample
 def screen(
     samples: Any = None,
     *,
-    heads: int | Heads | None = None,
+    heads: int | str | Heads | None = None,
     q_scale: float = 1.0,
     b_scale: float = 1.0,
     seed: int = 0,
@@ -405,6 +403,8 @@ def screen(
     progress: bool = False,
     source: str | None = None,
     min_relative_lambda: float = DEFAULT_MIN_RELATIVE_LAMBDA,
+    delta: float = 1e-6,
+    head_law_seconds: float | None = None,
     time_budget: float | None = 300.0,
 ) -> ScreenReport:
     r"""Screen token data at FixUp initialisation.
@@ -415,10 +415,11 @@ def screen(
         Arrays are turned into laws once (:func:`~ntkcheck.cgf.empirical.as_laws`): the Gram,
         the verdicts and the structure report all see distinct atoms with their masses.
         None screens the bundled example (:data:`BUNDLED_DATA`).
-    heads : int, Heads or None
+    heads : int, "auto", Heads or None
         A head count drawn from the init spec (``q_scale``, ``b_scale``, ``dist``, ``seed``),
-        explicit heads, or None for :func:`default_head_count` (``H d >= 4 M``, ``M`` the
-        number of distinct atoms summed over the samples).
+        explicit heads, or ``"auto"``/None: from :func:`default_head_count` (rank room ``4 M`` for
+        the span of the atoms), doubled until the Gram is certified positive, or its kernel is the
+        head law's, or the budget is spent (:func:`~ntkcheck.ntk.head_search.search_heads`).
     depth_T : float
         Depth ``T`` of the model: the NTK and :math:`\lambda_0` scale by ``T``.
     certify : bool
@@ -433,8 +434,12 @@ def screen(
         The smallest certified ``lambda_min / lambda_max`` called a useful rate (default
         ``1e-12``, :mod:`ntkcheck.ntk.useful_rate` says why; 0 turns the gate off): a Gram
         certified positive below it concludes ``"certified positive, below a useful rate"``.
+    delta, head_law_seconds : float
+        Failure probability and time budget of the certificate of the head law's NTK
+        (:func:`~ntkcheck.ntk.head_law.head_law_bound`; None: ``DEFAULT_SECONDS`` of that module,
+        20 s; 0 skips it).
     time_budget : float, Budget or None
-        Seconds for the whole screening (default 300; None: no limit; each decision gets at most 60 of them).
+        Seconds for the whole screening (default 300; None: no limit; each step gets at most what is left).
 
     Returns
     -------
@@ -456,27 +461,20 @@ def screen(
     if not (isinstance(depth_T, (int, float)) and math.isfinite(depth_T) and depth_T > 0):
         raise InputError(f"depth_T: expected a positive number, got {depth_T!r}")
     min_relative_lambda = check_min_relative_lambda(min_relative_lambda)
-    M, d = _atom_count(laws), laws[0].dim
-    if isinstance(heads, Heads):
-        hs = heads
-        spec = "given"
-    else:
-        H = default_head_count(M, d) if heads is None else heads
-        if not isinstance(H, (int, np.integer)) or H < 1:
-            raise InputError(f"heads: expected a positive integer, Heads or None, got {heads!r}")
-        require_drawn_gram(laws, H)  # the heads and the Gram, before the heads are drawn
-        hs = init_heads(int(H), d, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)  # type: ignore[arg-type]
-        spec = f"{dist}, q_scale {q_scale:g}, b_scale {b_scale:g}, seed {seed}"
+    d = laws[0].dim
+    spec = "given" if isinstance(heads, Heads) else f"{dist}, q_scale {q_scale:g}, b_scale {b_scale:g}, seed {seed}"
     weak = decide(laws, property="weak")
     strong = decide(laws, property="strong")
     st = dependence_structure(laws, weak=weak)
-    g = gram(laws, hs, progress=progress)
-    cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st)
-    # certify what float64 sees positive, and what it cannot resolve where no kernel is predicted
-    # (a Gram that Prop. 8 proves singular is never certified positive: nothing to try)
-    if certify and (g.positive or (cc.statement != "necessity" and st.predicted_kernel == 0)):
-        g = certify_result(laws, hs, g, max_bits=max_bits, progress=progress)
-        cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st)
+    # the heads and their Gram, certified where sensible (never where a kernel is predicted)
+    hsr = search_heads(laws, heads, structure=st, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed,
+                       certify=certify, max_bits=max_bits, progress=progress)
+    hs, g = hsr.heads, hsr.gram
+    hl_s = _head_law.DEFAULT_SECONDS if head_law_seconds is None else head_law_seconds
+    hl = (_head_law.head_law_bound(laws, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed, delta=delta,
+                                   seconds=hl_s, pilot=g.lambda_min if g.positive else None, structure=st,
+                                   span=hsr.span) if hl_s and not isinstance(heads, Heads) else None)
+    cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st, heads_kernel=hsr.kernel, head_law=hl)
     complement = None
     comp_idx: tuple[int, ...] = ()
     notes: list[str] = []
@@ -509,6 +507,8 @@ def screen(
         min_relative_lambda=min_relative_lambda,
         slow_mode=slow_mode(laws, hs) if useful_rate(g, min_relative_lambda) is False else None,
         drawn_heads=hs,
+        head_law=hl,
+        head_search=hsr,
     )
 
 

@@ -56,7 +56,7 @@ from .._validate import as_budget
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, TimeBudgetError
 from ..io.files import load_samples
-from ..screening import screen
+from ..screening import default_head_count, screen
 from ._cluster import dask_client
 
 __all__ = ["SweepRow", "SweepResult", "sweep", "sweep_grid"]
@@ -276,9 +276,11 @@ def _task(laws: list[Empirical], file: str, heads: int | None, q: float, b: floa
     left = None if deadline is None else deadline - time.time()
     if left is not None and left <= 0:
         return None
+    # one fixed draw per cell (None: H d >= 4 M, not screen's doubling), no head-law certificate
+    H = heads if heads is not None else default_head_count(sum(law.n_atoms for law in laws), laws[0].dim)
     with _SCREEN_LOCK:
         try:
-            r = screen(laws, heads=heads, q_scale=q, b_scale=b, seed=seed, dist=dist, certify=certify,
+            r = screen(laws, heads=H, q_scale=q, b_scale=b, seed=seed, dist=dist, certify=certify, head_law_seconds=0,
                        time_budget=left)
         except TimeBudgetError:  # its float64 Gram does not fit in what is left
             return None

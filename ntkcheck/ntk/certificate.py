@@ -97,6 +97,8 @@ class GramCertificate:
     evidence: GramCertificate | None = None
     #: ``float64-cholesky``: the ``t`` of the Cholesky of fl(G - tI) that proved the bound
     shift: float | None = None
+    #: ``exactly-singular``: the sample ``i`` and its atoms ``a < b`` with equal scores under every head
+    atoms: tuple[int, int, int] | None = None
 
     @property
     def positive(self) -> bool:
@@ -116,7 +118,7 @@ class GramCertificate:
         return {"kind": self.kind, "lower_bound": self.lower_bound, "bits": self.bits, "detail": self.detail,
                 "inputs_rounded": self.inputs_rounded,
                 "evidence": None if self.evidence is None else self.evidence.to_dict(),
-                "shift": self.shift}
+                "shift": self.shift, "atoms": None if self.atoms is None else list(self.atoms)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GramCertificate:

@@ -111,8 +111,6 @@ RESOLUTION_EIGH = 1e-10
 RESOLUTION_SVD = 1e-26
 #: relative lambda_min above which float64 alone may report "positive" (the issue's standard).
 POSITIVE_REL = 1e-12
-#: seconds of ``gram`` (and ``ntkcheck gram``, ``screen``) by default: ``time_budget``, ``--max-seconds``
-DEFAULT_TIME_BUDGET = 300.0
 #: full spectrum returned up to this many distinct atoms (rows of the Gram).
 MAX_EIGENVALUES = 4096
 #: entries of one column block of F in the accumulated Gram (256 MiB; see features._head_block).
@@ -354,8 +352,8 @@ def gram_certificate(laws: Sequence[Empirical], heads: Heads, *, float64_positiv
     if seen is not None and cert.evidence is None:
         cert = replace(cert, detail=f"{refused}{cert.detail}", inputs_rounded=True, evidence=seen)
     proof = exactly_singular(laws, heads)
-    return cert if proof is None else GramCertificate("exactly-singular", None, 0, proof, cert.inputs_rounded,
-                                                      cert.evidence)
+    return cert if proof is None else GramCertificate("exactly-singular", None, 0, proof[0], cert.inputs_rounded,
+                                                      cert.evidence, atoms=proof[1])
 
 
 def certify_result(laws: Sequence[Empirical], heads: Heads, g: GramResult, *, max_bits: int = 2048,
@@ -517,7 +515,7 @@ def gram(
     progress: bool = False,
     chunk: int = DEFAULT_CHUNK,
     max_bits: int = 2048,
-    time_budget: float | None = DEFAULT_TIME_BUDGET,
+    time_budget: float | None = None,
 ) -> GramResult:
     r"""Spectrum of the attention NTK Gram at FixUp on the samples' distinct atoms.
 
@@ -561,8 +559,8 @@ def gram(
         fallback's ``8 M H d`` if it is needed and fits in 4 GiB). ``M`` counts distinct
         atoms.
     time_budget : float, Budget or None
-        Seconds for the call (default 300; None: no limit): a certificate cut short is "not certified (time
-        budget spent)", a float64 spectrum that cannot finish raises :class:`~ntkcheck.errors.TimeBudgetError`.
+        Seconds for the call (None: none of its own, an enclosing screen's or command's applies): a certificate
+        cut short is "not certified (time budget spent)"; a spectrum that cannot finish raises TimeBudgetError.
 
     Returns
     -------
