@@ -436,8 +436,7 @@ def screen(
         certified positive below it concludes ``"certified positive, below a useful rate"``.
     delta, head_law_seconds : float
         Failure probability and time budget of the certificate of the head law's NTK
-        (:func:`~ntkcheck.ntk.head_law.head_law_bound`; None: ``DEFAULT_SECONDS`` of that module,
-        20 s; 0 skips it).
+        (:func:`~ntkcheck.ntk.head_law.head_law_bound`; None: ``DEFAULT_SECONDS`` of that module, 20 s; 0 skips it).
     time_budget : float, Budget or None
         Seconds for the whole screening (default 300; None: no limit; each step gets at most what is left).
 
