@@ -55,7 +55,7 @@ from ntkcheck.screening import plot_report, screen
 
 # %%
 bundled = load_samples(bundled_path())
-bundled_report = screen()  # no data: the bundled example, described in the bottom line
+bundled_report = screen(spectrum="full")  # no data: the bundled example; every eigenvalue, for the plot
 print(bundled_report.table())  # ends with the bottom line: the data, the verdict for training, what next
 
 # %%

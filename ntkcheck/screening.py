@@ -48,7 +48,14 @@ from typing import Any
 import numpy as np
 
 from ._records import plain, restore
-from ._report_text import crosscheck_lines, gram_lines, paragraphs, sample_lines, verdict_lines
+from ._report_text import (
+    bottom_sentences,
+    crosscheck_lines,
+    gram_lines,
+    paragraphs,
+    sample_lines,
+    verdict_lines,
+)
 from ._text import WIDTH, fit
 from ._validate import within_time_budget
 from .cgf import Empirical, as_laws
@@ -61,15 +68,13 @@ from .ntk.crosscheck import CrosscheckResult, crosscheck
 from .ntk.features import Heads, _atom_count
 from .ntk.gram_matrix import GramResult, certify_result, gram
 from .ntk.head_rank import default_head_count
-from .ntk.head_search import finite_heads_sentences, search_heads
+from .ntk.head_search import search_heads
 from .ntk.structure import DependenceStructure, dependence_structure
 from .ntk.useful_rate import (
     DEFAULT_MIN_RELATIVE_LAMBDA,
     SlowMode,
-    below_rate_sentences,
     check_min_relative_lambda,
     near_dependency,
-    rounding_notes,
     slow_mode,
     useful_rate,
 )
@@ -188,7 +193,7 @@ class ScreenReport:
 
     def _bottom_parts(self) -> tuple[str, str, str]:
         """The data, training and next-step sentences of :attr:`bottom_line`."""
-        return _bottom_sentences(self)
+        return bottom_sentences(self)
 
     @property
     def summary(self) -> str:
@@ -267,97 +272,6 @@ class ScreenReport:
 # ----------------------------------------------------------------------------- the report's text
 
 
-def _bottom_sentences(report: ScreenReport) -> tuple[str, str, str]:
-    """The three sentences of :attr:`ScreenReport.bottom_line` (data, training, next step),
-    from the first case that applies: too few heads, disagreement, independent, dependent,
-    inconclusive."""
-    g = report.gram
-    n = len(report.samples)
-    data = (f"Data: {report.source}." if report.source else
-            f"Data: {n} samples, {g.atoms} distinct atoms in d = {g.dim}, screened with H = {g.heads} heads.")
-    few = finite_heads_sentences(report.crosscheck.kernel, g, report.head_law)
-    if few is not None:
-        return data, *few
-    if report.outcome == "disagrees":
-        meaning = ("Training: nothing can be concluded: the Gram and seed 003 Prop. 8 disagree on these data "
-                   "(the CGF verdict and the spectrum contradict each other), so neither can be trusted here.")
-        nxt = "Next: rerun with more heads or another seed; if it persists, report the data."
-        return data, meaning, nxt
-    if g.status == "singular" and g.certified is not None:
-        meaning = (f"Training: the Gram on these heads is singular, proved in exact arithmetic ({g.certified.detail}): "
-                   "gradient flow from FixUp cannot move the residual along its kernel, whatever the targets.")
-        nxt = ("Next: draw the heads from a law with a density (seed 003 Prop. 8 needs a head law whose support "
-               "contains an open set) or change the heads file, and rerun.")
-        return data, meaning, nxt
-    if report.outcome == "certified positive, below a useful rate":
-        return (data, *below_rate_sentences(g, report.min_relative_lambda, report.slow_mode,
-                                            rounding_notes(report.decision_notes)))
-    if report.weak.independent:
-        return (data, *_independent_sentences(report))
-    if report.weak.dependent:
-        return (data, *_dependent_sentences(report))
-    meaning = ("Training: not certified either way: the CGF decision is inconclusive; the Gram is "
-               f"{g.status_text()} (what was seen, not a proof).")
-    nxt = "Next: call ntkcheck.decide on the samples with a larger time budget or precision, and inspect its trail."
-    return data, meaning, nxt
-
-
-def _independent_sentences(report: ScreenReport) -> tuple[str, str]:
-    """What a certified weakly independent verdict means for training, and what to do next
-    (train, or certify the Gram first: how far to trust its ``lambda_min``)."""
-    g = report.gram
-    how = (f"certified: {g.certified.how}" if g.certified_positive and g.certified else
-           "positive in float64 only, not certified" if g.positive else f"not established ({g.status})")
-    law = "" if report.head_law is None else report.head_law.training_clause()
-    meaning = (f"Training: the CGFs are certified weakly independent, so the NTK of the head law at FixUp is "
-               f"injective (seed 003 Prop. 8){law}; the Gram of the heads drawn (the NTK of training those "
-               f"heads) is positive ({how}), lambda_0 = "
-               f"{report.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on the "
-               "per-token loss decays at least at that rate.")
-    nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
-           "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold)."
-           if g.certified_positive else
-           "Next: certify the Gram (certify=True, or the command line without --no-certify) before "
-           "relying on its lambda_min; then certify the rate with `ntkcheck flow`."
-           if g.positive else
-           "Next: certify the Gram (certify=True, or the command line without --no-certify) or use more "
-           "heads before relying on a rate.")
-    return meaning, nxt
-
-
-def _dependent_sentences(report: ScreenReport) -> tuple[str, str]:
-    """What a certified dependency means for training (a kernel only when the supports
-    overlap), and what to do next, with the samples outside the dependency."""
-    g, cc = report.gram, report.crosscheck
-    inv = list(report.involved)
-    st = report.structure
-    named = st.lines()[0] if (st is not None and st.lines()) else f"samples {inv} are dependent"
-    if cc.statement == "necessity":
-        k = g.kernel_observed
-        meaning = (f"Training: {named}; the dependency is certified and the samples share atoms, so the "
-                   f"NTK at FixUp has a kernel ({'observed dimension ' + str(k) if k is not None else 'seen'}"
-                   f", cross-check {cc.agreement}): gradient flow cannot move the residual along it near "
-                   "initialisation (a plateau), whatever the targets.")
-    else:
-        meaning = (f"Training: {named} (certified), but Prop. 8 predicts a kernel only when the supports "
-                   f"overlap ({cc.overlap}); the Gram is {g.status_text()}.")
-    comp = report.complement
-    rest = ""
-    if report.complement_indices:
-        seen = "not cross-checked" if comp is None else f"cross-check {comp.agreement}"
-        if comp is not None and comp.gram is not None:
-            seen += f", Gram {comp.gram.status_text()}"
-        rest = f" Samples {list(report.complement_indices)} alone: {seen}."
-    if cc.statement != "necessity" and g.positive:
-        nxt = ("Next: the NTK is positive on these heads despite the dependency (the converse of Prop. 8 "
-               "needs overlapping supports): training proceeds as in the independent case; certify the "
-               f"rate with `ntkcheck flow`.{rest}")
-    else:
-        nxt = (f"Next: remove or change one of samples {inv} (a copy, translate or product of the others "
-               f"adds no direction to the NTK) and rerun.{rest}")
-    return meaning, nxt
-
-
 def _report_table(report: ScreenReport, *, title: str | None, extra: tuple[str, ...]) -> str:
     """:meth:`ScreenReport.table`: its sections in order, then ``extra``, the notes and the
     bottom line, fitted to :data:`~ntkcheck._text.WIDTH` columns."""
@@ -374,6 +288,26 @@ def _report_table(report: ScreenReport, *, title: str | None, extra: tuple[str, 
     out.extend(f"  note (decide): {n}" for n in report.decision_notes)
     out += ["", *report.bottom_line.splitlines()]
     return fit(out, WIDTH)
+
+
+def _complement_check(laws: list[Empirical], hs: Heads, weak: Any, st: DependenceStructure, *, certify: bool,
+                      max_bits: int, progress: bool, spectrum: str) -> tuple[Any, tuple[int, ...], list[str]]:
+    """The cross-check on the samples outside a certified dependency (what the init scales change),
+    their indices, and a note when ``H d`` is below their atom count."""
+    if not (weak.dependent and weak.null_vector is not None):
+        return None, (), []
+    involved = {i for r in st.relations for i, ci in enumerate(r.c) if ci != 0}
+    involved |= {i for i, ci in enumerate(weak.null_vector) if ci != 0}
+    comp_idx = tuple(i for i in range(len(laws)) if i not in involved)
+    if not comp_idx:
+        return None, (), []
+    sub = [laws[i] for i in comp_idx]
+    if hs.count * laws[0].dim < _atom_count(sub):
+        return None, comp_idx, [f"samples {list(comp_idx)} not cross-checked separately: H d < their atom count"]
+    g_sub = gram(sub, hs, progress=progress, spectrum=spectrum)
+    if certify and g_sub.positive:
+        g_sub = certify_result(sub, hs, g_sub, max_bits=max_bits, progress=progress)
+    return crosscheck(sub, hs, gram_result=g_sub, certify=certify, progress=progress), comp_idx, []
 
 
 def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[SampleSummary, ...]:
@@ -405,6 +339,7 @@ def screen(
     min_relative_lambda: float = DEFAULT_MIN_RELATIVE_LAMBDA,
     delta: float = 1e-6,
     head_law_seconds: float | None = None,
+    spectrum: str = "extremal",
     time_budget: float | None = 300.0,
 ) -> ScreenReport:
     r"""Screen token data at FixUp initialisation.
@@ -437,6 +372,9 @@ def screen(
     delta, head_law_seconds : float
         Failure probability and time budget of the certificate of the head law's NTK
         (:func:`~ntkcheck.ntk.head_law.head_law_bound`; None: ``DEFAULT_SECONDS`` of that module, 20 s; 0 skips it).
+    spectrum : {"extremal", "full"}
+        Of :func:`~ntkcheck.ntk.gram_matrix.gram`: ``"full"`` keeps every eigenvalue (``M <= 4096``),
+        which :func:`plot_report` draws.
     time_budget : float, Budget or None
         Seconds for the whole screening (default 300; None: no limit; each step gets at most what is left).
 
@@ -460,36 +398,22 @@ def screen(
     if not (isinstance(depth_T, (int, float)) and math.isfinite(depth_T) and depth_T > 0):
         raise InputError(f"depth_T: expected a positive number, got {depth_T!r}")
     min_relative_lambda = check_min_relative_lambda(min_relative_lambda)
-    d = laws[0].dim
     spec = "given" if isinstance(heads, Heads) else f"{dist}, q_scale {q_scale:g}, b_scale {b_scale:g}, seed {seed}"
     weak = decide(laws, property="weak")
     strong = decide(laws, property="strong")
     st = dependence_structure(laws, weak=weak)
     # the heads and their Gram, certified where sensible (never where a kernel is predicted)
     hsr = search_heads(laws, heads, structure=st, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed,
-                       certify=certify, max_bits=max_bits, progress=progress)
+                       certify=certify, max_bits=max_bits, progress=progress,
+                       spectrum=spectrum)
     hs, g = hsr.heads, hsr.gram
     hl_s = _head_law.DEFAULT_SECONDS if head_law_seconds is None else head_law_seconds
     hl = (_head_law.head_law_bound(laws, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed, delta=delta,
                                    seconds=hl_s, pilot=g.lambda_min if g.positive else None, structure=st,
                                    span=hsr.span) if hl_s and not isinstance(heads, Heads) else None)
     cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st, heads_kernel=hsr.kernel, head_law=hl)
-    complement = None
-    comp_idx: tuple[int, ...] = ()
-    notes: list[str] = []
-    if weak.dependent and weak.null_vector is not None:
-        involved = {i for r in st.relations for i, ci in enumerate(r.c) if ci != 0}
-        involved |= {i for i, ci in enumerate(weak.null_vector) if ci != 0}
-        comp_idx = tuple(i for i in range(len(laws)) if i not in involved)
-        if comp_idx:
-            sub = [laws[i] for i in comp_idx]
-            if hs.count * d >= _atom_count(sub):
-                g_sub = gram(sub, hs, progress=progress)
-                if certify and g_sub.positive:
-                    g_sub = certify_result(sub, hs, g_sub, max_bits=max_bits, progress=progress)
-                complement = crosscheck(sub, hs, gram_result=g_sub, certify=certify, progress=progress)
-            else:
-                notes.append(f"samples {list(comp_idx)} not cross-checked separately: H d < their atom count")
+    complement, comp_idx, notes = _complement_check(laws, hs, weak, st, certify=certify, max_bits=max_bits,
+                                                    progress=progress, spectrum=spectrum)
     return ScreenReport(
         samples=_summaries(laws, weak.null_vector if weak.dependent else None),
         heads=spec,

@@ -87,6 +87,10 @@ def _head_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--certificate-out", metavar="FILE.json", default=None,
                    help="write the certificates (the inputs and what a verifier needs) to FILE.json, re-checked by "
                    "`python -m ntkcheck.verify FILE.json`")
+    p.add_argument("--spectrum", choices=("extremal", "full"), default="extremal",
+                   help="extremal: lambda_min and lambda_max by Cholesky + Lanczos, every eigenvalue only where the "
+                   "kernel is counted (lambda_min near the rounding floor); full: every eigenvalue (up to 4096 "
+                   "atoms; default extremal, full with --plot)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/<command>/1)")
     add_progress_options(p, "Gram features, atoms x heads")
     add_budget_option(p, "screen", "a certificate cut short is 'not certified (time budget spent)' (exit 3); a "
@@ -199,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
     report = screen(samples, heads=heads, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed,
                     depth_T=args.depth_T, certify=not args.no_certify, progress=progress_enabled(args),
                     source=BUNDLED_DATA if args.path is None else None, min_relative_lambda=args.min_relative_lambda,
-                    delta=args.delta, head_law_seconds=args.head_law_seconds, time_budget=args.max_seconds)
+                    delta=args.delta, head_law_seconds=args.head_law_seconds, time_budget=args.max_seconds,
+                    spectrum="full" if args.plot else args.spectrum)
     if args.certificate_out:
         from ..certificate_files import screen_certificate, write_certificate
 
@@ -277,7 +282,8 @@ def run_gram(args: argparse.Namespace) -> int:
     st = None if args.no_structure else dependence_structure(laws)
     search = search_heads(laws, _heads_for(args, laws), structure=st, q_scale=args.q_scale, b_scale=args.b_scale,
                           dist=args.dist, seed=args.seed, certify=not args.no_certify,
-                          max_bits=CERTIFY_MAX_BITS, progress=progress_enabled(args))
+                          max_bits=CERTIFY_MAX_BITS, progress=progress_enabled(args),
+                          spectrum=args.spectrum)
     heads, res = search.heads, search.gram
     hl = _head_law(args, laws, search, st)
     kc = None

@@ -101,12 +101,15 @@ class HeadSearch:
 
 
 def _attempt(laws: list[Empirical], heads: Heads, structure: Any, span: AtomSpan, *, certify: bool, max_bits: int,
-             progress: bool) -> tuple[GramResult, HeadsKernel]:
+             progress: bool, spectrum: str = "extremal") -> tuple[GramResult, HeadsKernel]:
     """The Gram of ``heads`` and the kernel predicted for them; certified when asked, unless a
-    kernel is predicted (a singular Gram is never certified positive: nothing to try)."""
-    g = gram(laws, heads, progress=progress)
+    kernel is predicted (a singular Gram is never certified positive: nothing to try). Where the
+    dependence structure predicts no kernel the certificate is computed with the Gram, on the same
+    pass over the heads; elsewhere only once the heads' own prediction allows it."""
+    early = certify and structure is not None and structure.predicted_kernel == 0
+    g = gram(laws, heads, progress=progress, certify=early, max_bits=max_bits, spectrum=spectrum)
     hk = heads_kernel(laws, heads, structure, gram=g, span=span)
-    if certify and (g.positive or hk.predicted == 0):
+    if certify and g.certified is None and (g.positive or hk.predicted == 0):
         g = certify_result(laws, heads, g, max_bits=max_bits, progress=progress)
     return g, hk
 
@@ -126,7 +129,7 @@ def _done(g: GramResult, hk: HeadsKernel, certify: bool) -> str | None:
 def search_heads(laws: list[Empirical], heads: Any, *, structure: Any, q_scale: float = 1.0, b_scale: float = 1.0,
                  dist: str = "gaussian", seed: int = 0, certify: bool = True, max_bits: int = 512,
                  progress: bool = False, doublings: int = MAX_DOUBLINGS, seconds: float = SEARCH_SECONDS,
-                 span: AtomSpan | None = None, start: int | None = None) -> HeadSearch:
+                 span: AtomSpan | None = None, start: int | None = None, spectrum: str = "extremal") -> HeadSearch:
     r"""Draw the heads of a screening and their Gram.
 
     Parameters
@@ -157,7 +160,8 @@ def search_heads(laws: list[Empirical], heads: Any, *, structure: Any, q_scale: 
     span = atom_span(laws) if span is None else span
     d = laws[0].dim
     if isinstance(heads, Heads):
-        g, hk = _attempt(laws, heads, structure, span, certify=certify, max_bits=max_bits, progress=progress)
+        g, hk = _attempt(laws, heads, structure, span, certify=certify, max_bits=max_bits, progress=progress,
+                         spectrum=spectrum)
         return HeadSearch(heads, g, hk, (HeadAttempt(heads.count, g.status, g.certified_positive,
                                                      g.kernel_observed, hk.predicted, 0.0),), "given", "", span)
     auto = heads is None or heads == "auto"
@@ -172,7 +176,8 @@ def search_heads(laws: list[Empirical], heads: Any, *, structure: Any, q_scale: 
         require_drawn_gram(laws, H)  # the heads and the Gram, before the heads are drawn
         hs = init_heads(H, d, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)  # type: ignore[arg-type]
         try:
-            g, hk = _attempt(laws, hs, structure, span, certify=certify, max_bits=max_bits, progress=progress)
+            g, hk = _attempt(laws, hs, structure, span, certify=certify, max_bits=max_bits, progress=progress,
+                             spectrum=spectrum)
         except TimeBudgetError:
             if last is None:  # not even the first draw's spectrum fits: nothing to report
                 raise
