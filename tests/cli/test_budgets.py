@@ -60,8 +60,12 @@ def _run(capsys, argv):
 
 @pytest.mark.parametrize("verb", ["screen", "gram"])
 def test_screen_and_gram_hold_their_budget(capsys, many, verb):
-    """Cut short, the certificate says so and the exit status is 3; or, when not even the float64
-    spectrum fits, the command is refused with the estimate (exit 2). Never a certified verdict."""
+    """Unbudgeted, the SVD fallback of this Gram (relative lambda_min ~2.5e-11, below eigvalsh's
+    resolution), its certificate and the slowest eigenvector take 30 s to 2 minutes. Within 8 s
+    the report says what the budget cut: a certificate "not certified (time budget spent)" (exit
+    3), or a step skipped because it would not fit (the note says so; what was certified in time
+    stands); or, when not even the float64 spectrum fits, the command is refused with the
+    estimate (exit 2)."""
     code, elapsed, out, err = _run(capsys, [verb, many, "--max-seconds", "8", "--json"])
     assert elapsed <= 8 + SLACK, f"{elapsed:.1f} s > 8 + {SLACK} s"
     if code == 2:
@@ -69,9 +73,13 @@ def test_screen_and_gram_hold_their_budget(capsys, many, verb):
         return
     assert code == 3, err
     d = json.loads(out)
-    cert = (d["gram"] if verb == "screen" else d)["certified"]
-    assert cert["kind"] == "inconclusive" and cert["lower_bound"] is None
-    assert cert["detail"].startswith("not certified (time budget spent)")
+    g = d["gram"] if verb == "screen" else d
+    cert = g["certified"]
+    cut = cert["kind"] == "inconclusive" and cert["detail"].startswith("not certified (time budget spent)")
+    skipped = any("would not fit in the time budget" in n for n in g["notes"])
+    assert cut or skipped, (cert, g["notes"])
+    if cut:
+        assert cert["lower_bound"] is None
     assert d["outcome"]["exit_code"] == 3
 
 
@@ -102,8 +110,7 @@ def test_sweep_holds_its_budget(capsys, many):
     assert elapsed <= 8 + SLACK, f"{elapsed:.1f} s > 8 + {SLACK} s"
     d = json.loads(out)
     assert code == d["exit_code"] == 3, err
-    assert d["not_run"] >= 1 and d["not_run"] + len(d["rows"]) == 6
-    assert all(not r["certified"] for r in d["rows"])  # a row cut short is never certified
+    assert d["not_run"] >= 1 and d["not_run"] + len(d["rows"]) == 6  # the rows that ran, the rest counted
 
 
 @pytest.mark.parametrize("verb", ["screen", "gram", "claims", "experiment", "sweep"])
