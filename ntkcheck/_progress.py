@@ -7,15 +7,22 @@ the widget bar is used only when ``ipywidgets`` is installed (otherwise tqdm war
 "IProgress not found"), and the text bar is used instead.
 
 ``NTKCHECK_PROGRESS_DELAY`` (seconds) overrides the delay, e.g. ``0`` to show every bar.
+
+Every update of a bar, shown or hidden, is also a checkpoint of the time budget
+(:func:`ntkcheck._budget.checkpoint`): inside a stoppable scope whose deadline has passed it raises
+:class:`~ntkcheck._budget.OutOfTime`, so every long loop that reports its progress also stops on time.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
+
+from ._budget import checkpoint
 
 __all__ = ["DELAY", "progress_bar"]
 
@@ -59,9 +66,10 @@ def progress_bar(
         The unit is continuous (flow time): counts print with three significant digits.
     """
     if importlib.util.find_spec("ipywidgets") is not None:
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm as base
     else:
-        from tqdm import tqdm
+        from tqdm import tqdm as base
+    tqdm = _checked_bar(base)
 
     disable = (not sys.stderr.isatty()) if enabled is None else (not enabled)
     kw: dict[str, Any] = {"total": total, "desc": desc, "unit": unit, "disable": disable, "leave": False,
@@ -71,4 +79,32 @@ def progress_bar(
                             + " [{elapsed}<{remaining}{postfix}]")
     else:
         kw["unit_scale"] = True
-    return tqdm(iterable, **kw) if iterable is not None else tqdm(**kw)
+    if iterable is None:
+        return tqdm(**kw)
+    if kw["total"] is None and hasattr(iterable, "__len__"):
+        kw["total"] = len(iterable)  # type: ignore[arg-type]
+    return tqdm(_checked(iterable, desc), **kw)
+
+
+@functools.lru_cache(maxsize=4)
+def _checked_bar(base: type) -> type:
+    """``base`` (a tqdm class) whose ``update`` is a checkpoint of the time budget first."""
+
+    class Bar(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._stage = str(kwargs.get("desc") or "a step")  # a disabled tqdm keeps no desc
+            super().__init__(*args, **kwargs)
+
+        def update(self, n: float | None = 1) -> Any:
+            checkpoint(self._stage)
+            return super().update(n)
+
+    return Bar
+
+
+def _checked(iterable: Iterable[Any], desc: str) -> Iterator[Any]:
+    """The items of ``iterable``, a checkpoint of the time budget before each (tqdm's own loop
+    over an iterable does not call ``update``)."""
+    for item in iterable:
+        checkpoint(desc)
+        yield item

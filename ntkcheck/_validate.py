@@ -12,20 +12,24 @@ built from a rounded float64 view says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import inspect
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from numbers import Rational, Real
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from flint import fmpq
 
-from .errors import InputError
+from ._budget import Budget, scope
+from .errors import DomainError, InputError
 
 __all__ = [
     "as_token_set", "as_token_values", "as_samples", "as_exact_samples", "check_score_range",
     "SCORE_LIMIT", "rational_direction", "as_arguments", "to_fraction", "to_fmpq", "real_values", "exact_rows",
+    "as_budget", "within_time_budget",
 ]
 
 _KINDS = {"c": "complex", "b": "boolean", "U": "string", "S": "bytes", "O": "object", "V": "structured",
@@ -301,3 +305,33 @@ def as_arguments(a: Any, dim: int) -> tuple[np.ndarray, bool]:
     if not np.all(np.isfinite(arr2)):
         raise InputError("a: has a non-finite entry")
     return arr2, single
+
+
+def as_budget(time_budget: Any, name: str = "time_budget") -> Budget:
+    """``time_budget`` as a :class:`~ntkcheck._budget.Budget` starting now: a positive finite number of
+    seconds, ``None`` (no limit) or a ``Budget`` already running (shared by several calls)."""
+    if isinstance(time_budget, Budget) or time_budget is None:
+        return Budget(None) if time_budget is None else time_budget
+    if isinstance(time_budget, bool) or not isinstance(time_budget, (int, float, np.integer, np.floating)):
+        raise DomainError(f"{name}: expected a number of seconds, a Budget or None, got {time_budget!r}")
+    t = float(time_budget)
+    if not (t > 0 and np.isfinite(t)):
+        raise DomainError(f"{name}: expected a positive finite number of seconds or None, got {time_budget!r}")
+    return Budget(t)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def within_time_budget(func: _F) -> _F:
+    """Run ``func`` under its ``time_budget`` keyword (validated by :func:`as_budget`, its default
+    when not given): one :func:`ntkcheck._budget.scope` shared by every step below it, so that a
+    decision, a Gram or an optional step inside never runs past it."""
+    default = inspect.signature(func).parameters["time_budget"].default
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with scope(as_budget(kwargs.get("time_budget", default))):
+            return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -24,8 +24,13 @@ class PrecisionError(NtkcheckError):
     """A working precision too low to mean anything, or a result that overflowed it."""
 
 
+class TimeBudgetError(NtkcheckError):
+    """A request that cannot be answered within its time budget: the float64 Gram alone would not
+    finish in it (the message gives the estimate and the option to raise)."""
+
+
 class NtkcheckWarning(UserWarning):
     """Warnings about results that are valid but easy to misread (e.g. rank-deficient Gram)."""
 
 
-__all__ = ["NtkcheckError", "InputError", "DomainError", "PrecisionError", "NtkcheckWarning"]
+__all__ = ["NtkcheckError", "InputError", "DomainError", "PrecisionError", "TimeBudgetError", "NtkcheckWarning"]

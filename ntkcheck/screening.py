@@ -34,9 +34,8 @@ For token sets :math:`X_1, \dots, X_n` and heads drawn from an init spec, the re
 The report ends with a bottom line (:attr:`ScreenReport.bottom_line`): what the data is,
 what the verdict means for training, and what to do next.
 
-References: seed 003 Prop. 8, seed 002 Thm. 8.5; ``theory/ntk-prop8.md`` (the Prop. 8
-cross-check and its table of cases), ``theory/local-convergence.md`` (what
-:math:`\lambda_0` buys).
+References: seed 003 Prop. 8, seed 002 Thm. 8.5; ``theory/ntk-prop8.md`` (the Prop. 8 cross-check
+and its table of cases), ``theory/local-convergence.md`` (what :math:`\lambda_0` buys).
 """
 
 from __future__ import annotations
@@ -58,6 +57,7 @@ from ._report_text import (
     verdict_lines,
 )
 from ._text import WIDTH, fit
+from ._validate import within_time_budget
 from .cgf import Empirical, as_laws
 from .errors import InputError
 from .independence.results import Decision, no_truth_value
@@ -92,11 +92,9 @@ RATE_CAVEAT = (
     "outputs, by a certified bound on how far the NTK moves (L_K; ntkcheck flow certifies it for given targets)"
 )
 
-
 #: what a screening can conclude (:attr:`ScreenReport.outcome`), in order of precedence
 OUTCOMES: tuple[str, ...] = ("disagrees", "certified positive", "certified positive, below a useful rate",
                              "certified singular", "positive in float64 only", "not certified")
-
 
 #: highest Arb precision of the Gram certificate of ``screen`` and ``ntkcheck gram`` (one route for both)
 CERTIFY_MAX_BITS = 512
@@ -338,6 +336,7 @@ def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[Sample
     return tuple(out)
 
 
+@within_time_budget  # one budget for the decisions, the Gram, its certificate and the cross-checks
 def screen(
     samples: Any = None,
     *,
@@ -355,6 +354,7 @@ def screen(
     delta: float = 1e-6,
     head_law_seconds: float | None = None,
     spectrum: str = "extremal",
+    time_budget: float | None = 300.0,
 ) -> ScreenReport:
     r"""Screen token data at FixUp initialisation.
 
@@ -385,11 +385,12 @@ def screen(
         certified positive below it concludes ``"certified positive, below a useful rate"``.
     delta, head_law_seconds : float
         Failure probability and time budget of the certificate of the head law's NTK
-        (:func:`~ntkcheck.ntk.head_law.head_law_bound`; None: ``DEFAULT_SECONDS`` of that module,
-        20 s; 0 skips it).
+        (:func:`~ntkcheck.ntk.head_law.head_law_bound`; None: ``DEFAULT_SECONDS`` of that module, 20 s; 0 skips it).
     spectrum : {"extremal", "full"}
         Of :func:`~ntkcheck.ntk.gram_matrix.gram`: ``"full"`` keeps every eigenvalue (``M <= 4096``),
         which :func:`plot_report` draws.
+    time_budget : float, Budget or None
+        Seconds for the whole screening (default 300; None: no limit; each step gets at most what is left).
 
     Returns
     -------

@@ -25,8 +25,10 @@ from hypothesis import seed as _hseed
 from hypothesis.errors import Unsatisfiable
 from hypothesis.strategies import SearchStrategy
 
+from .._budget import scope
 from .._records import restore
-from ..errors import NtkcheckError
+from .._validate import as_budget
+from ..errors import NtkcheckError, TimeBudgetError
 
 __all__ = ["Outcome", "Check", "Claim", "ClaimReport", "check_instance", "run_claim", "describe"]
 
@@ -171,13 +173,16 @@ def check_instance(claim: Claim, instance: Instance) -> Check:
     """Run the hypothesis checker, then (if met) the conclusion checker, on one instance.
 
     An error ntkcheck raises (``NtkcheckError``) while checking an instance is a failure:
-    the toolkit refused an input the claim covers. Any other exception propagates (a bug
-    of the checker; the runner reports it and fails the claim).
+    the toolkit refused an input the claim covers; except a :class:`~ntkcheck.errors.TimeBudgetError`
+    (the run's time budget, not the instance), which propagates: the runner stops there. Any other
+    exception propagates (a bug of the checker; the runner reports it and fails the claim).
     """
     try:
         if not claim.hypothesis(instance):
             return Check(Outcome.SKIPPED, "hypotheses not met")
         return claim.conclusion(instance)
+    except TimeBudgetError:
+        raise
     except NtkcheckError as exc:
         return Check.failed(f"toolkit error {type(exc).__name__}: {exc}")
 
@@ -213,7 +218,9 @@ class ClaimReport:
     why a run that found no counterexample still fails the claim (fewer than ``min_held``
     held, or more than ``max_inconclusive`` of the checked instances inconclusive).
     ``unexpected`` is True when an open claim failed, fell short or its checker raised, or
-    when a claim marked refuted no longer reproduces its counterexample.
+    when a claim marked refuted no longer reproduces its counterexample. ``timed_out``: the time
+    budget ran out before the run ended; only what ran is counted, and without a counterexample
+    the claim is neither held nor failed but not established (:attr:`cut_short`).
     """
 
     id: str
@@ -232,12 +239,19 @@ class ClaimReport:
     min_held: int = 0
     max_inconclusive: float = 0.0
     shortfall: str = ""
+    timed_out: bool = False
+
+    @property
+    def cut_short(self) -> bool:
+        """The time budget ended the run before it could establish the claim (no counterexample,
+        no checker error): ``ntkcheck claims`` exits 3, never "holds"."""
+        return self.timed_out and self.refuted == 0 and not self.error
 
     @property
     def unexpected(self) -> bool:
         if self.error:
             return True
-        if not self.ran:
+        if not self.ran or self.cut_short:
             return False
         if self.status == "refuted":
             return self.refuted == 0
@@ -266,12 +280,18 @@ class ClaimReport:
             "min_held": self.min_held,
             "max_inconclusive": self.max_inconclusive,
             "shortfall": self.shortfall,
+            "timed_out": self.timed_out,
             "unexpected": self.unexpected,
         }
 
 
 class _Counterexample(AssertionError):
     """Raised inside the hypothesis test so that hypothesis shrinks the failing instance."""
+
+
+class _OutOfTime(BaseException):
+    """Raised inside the hypothesis test when the time budget is spent: not an ``Exception``, so
+    hypothesis neither shrinks nor reports it, it stops the run at once."""
 
 
 @dataclass
@@ -307,10 +327,10 @@ class _Tally:
                 self.details.append(chk.detail)
 
 
-def _shortfall(claim: Claim, tally: _Tally) -> str:
-    if tally.failed or claim.status == "refuted":
+def _shortfall(claim: Claim, tally: _Tally, timed_out: str = "") -> str:
+    if tally.failed or (claim.status == "refuted" and not timed_out):
         return ""
-    why = []
+    why = [timed_out] if timed_out else []
     if tally.held < claim.min_held:
         why.append(f"{tally.held} instances held, the claim needs at least {claim.min_held} "
                    f"({tally.skipped} skipped, {tally.inconclusive} inconclusive)")
@@ -320,7 +340,12 @@ def _shortfall(claim: Claim, tally: _Tally) -> str:
     return "; ".join(why)
 
 
-def run_claim(claim: Claim, *, examples: int = 20, seed: int = 0, shrink: bool = True) -> ClaimReport:
+#: seconds of a claim run by default (``run_claim``'s ``time_budget``; ``ntkcheck claims --max-seconds``)
+DEFAULT_TIME_BUDGET = 1800.0
+
+
+def run_claim(claim: Claim, *, examples: int = 20, seed: int = 0, shrink: bool = True,
+              time_budget: float | None = DEFAULT_TIME_BUDGET) -> ClaimReport:
     """Try ``claim`` on its pinned cases and on at least ``examples // claim.cost`` drawn instances.
 
     Drawing continues past that budget until ``claim.min_held`` instances have held (at
@@ -336,35 +361,61 @@ def run_claim(claim: Claim, *, examples: int = 20, seed: int = 0, shrink: bool =
         Hypothesis seed: the same seed draws the same instances.
     shrink : bool
         Shrink a counterexample (slower, gives a minimal one).
+    time_budget : float, Budget or None
+        Seconds for the run (default 1800; None: no limit; a ``Budget`` is shared, e.g. by the claims
+        of one ``ntkcheck claims``). Checked between instances, and every decision inside an
+        instance gets at most what is left; once spent no instance is drawn, a shrink stops at the
+        last failing instance, and the report counts only what ran (``timed_out``).
     """
+    budget = as_budget(time_budget)
+    with scope(budget) as b:
+        return _run_claim(claim, examples, seed, shrink, b)
+
+
+def _run_claim(claim: Claim, examples: int, seed: int, shrink: bool, budget: Any) -> ClaimReport:
+    """:func:`run_claim` under its time budget."""
     t0 = time.perf_counter()
     if not claim.available():
         return ClaimReport(claim.id, claim.reference, claim.status, 0, 0, 0, 0, 0, 0.0,
                            detail=f"not run: needs {', '.join(claim.requires)}", ran=False,
                            min_held=claim.min_held, max_inconclusive=claim.max_inconclusive)
     tally = _Tally()
+    timed_out = ""
     for make in claim.examples:
+        if budget.expired():
+            break
         inst = make()
-        tally.add(check_instance(claim, inst), inst)
+        try:
+            tally.add(check_instance(claim, inst), inst)
+        except TimeBudgetError:
+            break  # the instance did not fit in what was left: not counted
         if tally.failed:
             break
     error = ""
-    budget = max(1, int(examples) // max(1, claim.cost))
-    if not tally.failed:
+    draws = max(1, int(examples) // max(1, claim.cost))
+    if not tally.failed and (budget.expired() or tally.tried + tally.skipped < len(claim.examples)):
+        timed_out = (f"time budget of {budget.seconds:g} s spent " + ("during the pinned cases" if tally.tried
+                                                                      or tally.skipped else "before this claim started"))
+    if not tally.failed and not timed_out:
         phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
         drawn = 0
 
         @_hseed(int(seed))
-        @settings(max_examples=budget + 4 * claim.min_held, deadline=None, database=None, derandomize=False,
+        @settings(max_examples=draws + 4 * claim.min_held, deadline=None, database=None, derandomize=False,
                   phases=phases, suppress_health_check=list(HealthCheck), print_blob=False,
                   report_multiple_bugs=False)
         @given(claim.instances())
         def _trial(inst: Any) -> None:
             nonlocal drawn
-            if not tally.failed and drawn >= budget and tally.held >= claim.min_held:
-                return  # budget spent and the minimum met: the remaining draws are not checked
+            if not tally.failed and drawn >= draws and tally.held >= claim.min_held:
+                return  # draws done and the minimum met: the remaining draws are not checked
+            if budget.expired():
+                raise _OutOfTime
             drawn += 1
-            chk = check_instance(claim, inst)
+            try:
+                chk = check_instance(claim, inst)
+            except TimeBudgetError:
+                raise _OutOfTime from None  # the instance did not fit in what was left: not counted
             tally.add(chk, inst)
             if chk.outcome is Outcome.FAILED:
                 raise _Counterexample(chk.detail)
@@ -373,6 +424,10 @@ def run_claim(claim: Claim, *, examples: int = 20, seed: int = 0, shrink: bool =
             _trial()
         except _Counterexample:
             pass
+        except _OutOfTime:
+            timed_out = (f"time budget of {budget.seconds:g} s spent after {drawn} drawn instances"
+                         + (" (the counterexample below is the last failing one, shrinking stopped)"
+                            if tally.failed else ""))
         except Unsatisfiable as exc:
             error = f"Unsatisfiable: hypothesis could not draw instances ({exc})"
         except Exception as exc:  # a checker bug: report it, do not hide it
@@ -382,5 +437,6 @@ def run_claim(claim: Claim, *, examples: int = 20, seed: int = 0, shrink: bool =
     return ClaimReport(
         claim.id, claim.reference, claim.status, tally.tried, tally.held, int(tally.failed),
         tally.inconclusive, tally.skipped, time.perf_counter() - t0, cex, detail, error,
-        min_held=claim.min_held, max_inconclusive=claim.max_inconclusive, shortfall=_shortfall(claim, tally),
+        min_held=claim.min_held, max_inconclusive=claim.max_inconclusive,
+        shortfall=_shortfall(claim, tally, timed_out), timed_out=bool(timed_out),
     )

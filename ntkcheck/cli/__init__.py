@@ -54,9 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    from .._budget import Budget, scope
     from ._provenance import invocation
 
-    with invocation(argv, args):  # the command line and inputs of every --json's provenance
+    # --max-seconds bounds every step of the command, decisions and optional steps included
+    seconds = getattr(args, "max_seconds", None)
+    with invocation(argv, args), scope(None if seconds is None else Budget(seconds)):
         return int(args.func(args) or 0)
 
 

@@ -80,6 +80,18 @@ def seconds(x: str) -> float:
     return v
 
 
+#: ``--max-seconds`` of each long command by default (the API's ``time_budget`` defaults are the same;
+#: ``decide`` calls it the budget of each decision and also takes ``--timeout``)
+MAX_SECONDS: dict[str, float] = {"decide": 60.0, "flow": 50.0, "screen": 300.0, "gram": 300.0, "claims": 1800.0,
+                                 "experiment": 900.0, "sweep": 3600.0}
+
+
+def add_budget_option(p: argparse.ArgumentParser, verb: str, what: str) -> None:
+    """``--max-seconds SECONDS``: the time budget of the whole command (:mod:`ntkcheck._budget`)."""
+    p.add_argument("--max-seconds", type=seconds, default=MAX_SECONDS[verb], metavar="SECONDS",
+                   help=f"time budget of the whole command in seconds (default {MAX_SECONDS[verb]:g}); {what}")
+
+
 # ---------------------------------------------------------------------- exit codes
 
 #: exit statuses shared by every subcommand (stated in each ``--help`` and in the README)
@@ -98,12 +110,14 @@ EXIT_CODES: dict[str, str] = {
               "1 Gram singular, certified by an exact CGF dependency with overlap (Prop. 8) or by an exact proof "
               "on these heads, or the cross-check disagrees; 3 certified positive but below the useful rate "
               "(a near-dependency, named), or not certified (positive in float64 only, --no-certify, no "
-              "prediction, or a certificate that holds only for the float64 rounding of tokens or heads "
-              "given at other values); 2 bad input.",
+              "prediction, a certificate that holds only for the float64 rounding of tokens or heads "
+              "given at other values, or one cut short by --max-seconds); 2 bad input, or a float64 Gram that "
+              "cannot finish within --max-seconds (refused with the estimate).",
     "gram": "0 Gram certified positive with a useful rate (the route of screen; --min-relative-lambda); 1 singular "
             "by a named dependence structure (duplicates, translates, products, Diracs) or proved singular in "
             "exact arithmetic on these heads; 3 certified positive below the useful rate, or not certified "
-            "(--no-certify); 2 bad input.",
+            "(--no-certify, or the certificate cut short by --max-seconds); 2 bad input, or a float64 Gram that "
+            "cannot finish within --max-seconds (refused with the estimate).",
     "certify": "0 certified positive (lambda_min >= the bound printed, for every symmetric matrix within "
                "--abs-error of the file); 1 certified not positive definite, only from an exact proof: singular "
                "(the exact rank of the numbers given, --abs-error 0) or indefinite (a vector with x^T S x < 0 for "
@@ -114,11 +128,13 @@ EXIT_CODES: dict[str, str] = {
             "envelope exp(-rate s) Loss(0), or the displacement exceeds the guaranteed radius); 2 bad input.",
     "claims": "0 every claim holds (known-refuted claims fail as recorded); 1 a claim fails unexpectedly, "
               "falls short of its minimum of held instances or of its inconclusive budget, or its checker "
-              "raises; 2 bad input.",
+              "raises; 3 --max-seconds ran out before some claim was established (only what ran is counted, "
+              "never 'holds'); 2 bad input.",
     "tokens": "0 files written; 2 bad input (missing file, no texts, model not installed).",
     "experiment": "0 every measured rate is consistent with the theorem and every direct check holds (--list: "
                   "listed); 1 a rate is significantly slower than the theorem allows or a direct check fails; "
-                  "3 inconclusive (confidence interval too wide, or errors on the reference's floor); 2 bad input.",
+                  "3 inconclusive (confidence interval too wide, errors on the reference's floor, or stopped by "
+                  "--max-seconds); 2 bad input.",
 }
 
 

@@ -4,7 +4,8 @@ Prints one row per claim (claim, seed reference, instances tried, held / the min
 claim needs, refuted, inconclusive, skipped, seconds) and, for each failure, the shrunk
 counterexample or the shortfall. Exit status 1 when a claim that is not marked
 ``refuted`` in the registry fails, falls short of its minimum of held instances or of
-its inconclusive budget, or its checker raises; 0 otherwise.
+its inconclusive budget, or its checker raises; 3 when ``--max-seconds`` ran out before
+some claim was established (only what ran is counted, never "holds"); 0 otherwise.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import Any
 from .._text import WIDTH, fit
 from ..errors import InputError
 from ._args import (
+    EXIT_INCONCLUSIVE,
     EXIT_NEGATIVE,
     EXIT_OK,
+    add_budget_option,
     add_progress_options,
     emit_json,
     exit_epilog,
@@ -47,6 +50,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-shrink", action="store_true", help="report the first counterexample found, unshrunk")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout (schema ntkcheck/claims/1)")
     add_progress_options(p, "claims run")
+    add_budget_option(p, "claims", "shared by the claims in order; once spent no instance is drawn and the claims "
+                      "not established are reported as cut short (exit 3)")
     p.set_defaults(func=run)
 
 
@@ -71,6 +76,7 @@ def _progress(items: list[str], enabled: bool) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._budget import Budget
     from ..claims import CLAIMS, run_claim
 
     if not 1 <= args.examples <= MAX_EXAMPLES:
@@ -85,20 +91,27 @@ def run(args: argparse.Namespace) -> int:
                       for i in ids))
         return EXIT_OK
     reports = []
+    budget = Budget(args.max_seconds)  # one budget for the whole run
     for i in _progress(ids, progress_enabled(args)):
-        reports.append(run_claim(CLAIMS[i], examples=args.examples, seed=args.seed, shrink=not args.no_shrink))
+        reports.append(run_claim(CLAIMS[i], examples=args.examples, seed=args.seed, shrink=not args.no_shrink,
+                                 time_budget=budget))
     unexpected = [r for r in reports if r.unexpected]
+    cut = [r for r in reports if r.cut_short]
+    code = EXIT_NEGATIVE if unexpected else EXIT_INCONCLUSIVE if cut else EXIT_OK
     if args.json:
-        emit_json("claims", {"examples": args.examples, "seed": args.seed,
+        emit_json("claims", {"examples": args.examples, "seed": args.seed, "max_seconds": args.max_seconds,
                              "claims": [r.to_dict() for r in reports],
-                             "unexpected": [r.id for r in unexpected],
-                             "exit_code": EXIT_NEGATIVE if unexpected else EXIT_OK})
+                             "unexpected": [r.id for r in unexpected], "cut_short": [r.id for r in cut],
+                             "exit_code": code})
     else:
         _table(reports)
-        print("\n" + (f"exit status 1: {len(unexpected)} claim(s) failed unexpectedly: "
-                      f"{', '.join(r.id for r in unexpected)}" if unexpected else
-                      "exit status 0: every claim holds (known-refuted claims fail as recorded)"))
-    return EXIT_NEGATIVE if unexpected else EXIT_OK
+        print(fit(["", f"exit status 1: {len(unexpected)} claim(s) failed unexpectedly: "
+                       f"{', '.join(r.id for r in unexpected)}" if unexpected else
+                       f"exit status 3: the time budget of {args.max_seconds:g} s ran out before {len(cut)} claim(s) "
+                       f"were established (only what ran is counted; raise --max-seconds): "
+                       f"{', '.join(r.id for r in cut)}" if cut else
+                       "exit status 0: every claim holds (known-refuted claims fail as recorded)"]))
+    return code
 
 
 def _table(reports: list[Any]) -> None:
@@ -112,6 +125,8 @@ def _table(reports: list[Any]) -> None:
             mark += " [known refuted]"
         if r.unexpected:
             mark += " !!"
+        elif r.cut_short:
+            mark += " (time)"
         rows.append((r.id + mark, r.reference, (str(r.tried), f"{r.held}/{r.min_held}", str(r.refuted),
                                                 str(r.inconclusive), str(r.skipped), f"{r.seconds:.1f}s")))
     widths = [max(len(h), *(len(row[2][k]) for row in rows)) for k, h in enumerate(head)]
@@ -140,7 +155,7 @@ def _failure_lines(r: Any) -> list[str]:
         if r.counterexample is not None:
             text = json.dumps(r.counterexample)
             out.append("  " + (text if len(text) <= 1200 else text[:1200] + " ... (the whole instance: --json)"))
-    elif r.unexpected:
+    elif r.unexpected or r.cut_short:
         out.append(f"\n{r.id} ({r.reference}): " + (r.shortfall or "the stored counterexample no longer fails"))
         if r.detail:
             out.append(f"  {r.detail}")

@@ -74,9 +74,9 @@ def register(sub: Any) -> None:
     p.add_argument("--digits", type=int, default=None,
                    help="highest working precision in decimal digits, at least 16 (default: about 1233, i.e. "
                    "4096 bits, the top of the precision ladder)")
-    p.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"time budget of each decision (default {DEFAULT_TIMEOUT:g}); when it runs out the verdict is "
-                   "inconclusive and says what was tried")
+    p.add_argument("--max-seconds", "--timeout", dest="timeout", type=seconds, default=DEFAULT_TIMEOUT,
+                   metavar="SECONDS", help=f"time budget of each decision (default {DEFAULT_TIMEOUT:g}; --timeout is "
+                   "the same option); when it runs out the verdict is inconclusive and says what was tried")
     p.add_argument("--certificate-out", metavar="FILE.json", default=None,
                    help="write the inputs and the certificate to FILE.json, re-checked by `python -m ntkcheck.verify "
                    "FILE.json` (a token file or --family)")

@@ -14,6 +14,7 @@ from ._args import (
     EXIT_INCONCLUSIVE,
     EXIT_NEGATIVE,
     EXIT_OK,
+    add_budget_option,
     add_progress_options,
     emit_json,
     exit_epilog,
@@ -65,6 +66,8 @@ def register(subparsers: Any) -> None:
                    help="write the figure (one log-scale panel per rate; .png is added to a name without suffix)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_progress_options(p, "per experiment step")
+    add_budget_option(p, "experiment", "checked at every step of the experiment; once spent it stops at that step "
+                      "and is inconclusive (exit 3), no rate is fitted on part of the sizes")
     p.set_defaults(func=run)
 
 
@@ -101,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if args.name is None:
         raise NtkcheckError("name an experiment (or --list them)")
     res = run_experiment(args.name, size=args.size, seeds=args.seeds, seed=args.seed,
-                         progress=progress_enabled(args))
+                         progress=progress_enabled(args), time_budget=args.max_seconds)
     if args.plot:
         import matplotlib
 

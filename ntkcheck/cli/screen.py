@@ -24,6 +24,7 @@ from ._args import (
     EXIT_INCONCLUSIVE,
     EXIT_NEGATIVE,
     EXIT_OK,
+    add_budget_option,
     add_depth_option,
     add_progress_options,
     emit_json,
@@ -92,6 +93,8 @@ def _head_options(p: argparse.ArgumentParser) -> None:
                    "atoms; default extremal, full with --plot)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/<command>/1)")
     add_progress_options(p, "Gram features, atoms x heads")
+    add_budget_option(p, "screen", "a certificate cut short is 'not certified (time budget spent)' (exit 3); a "
+                      "float64 Gram that cannot finish in it is refused with the estimate (exit 2)")
 
 
 def _relative(x: str) -> float:
@@ -200,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     report = screen(samples, heads=heads, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed,
                     depth_T=args.depth_T, certify=not args.no_certify, progress=progress_enabled(args),
                     source=BUNDLED_DATA if args.path is None else None, min_relative_lambda=args.min_relative_lambda,
-                    delta=args.delta, head_law_seconds=args.head_law_seconds,
+                    delta=args.delta, head_law_seconds=args.head_law_seconds, time_budget=args.max_seconds,
                     spectrum="full" if args.plot else args.spectrum)
     if args.certificate_out:
         from ..certificate_files import screen_certificate, write_certificate

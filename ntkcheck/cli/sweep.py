@@ -19,7 +19,15 @@ import argparse
 from typing import Any
 
 from ..io.files import bundled_path
-from ._args import EXIT_INCONCLUSIVE, EXIT_OK, emit_json, nonnegative_float, positive_int, seed_int
+from ._args import (
+    EXIT_INCONCLUSIVE,
+    EXIT_OK,
+    add_budget_option,
+    emit_json,
+    nonnegative_float,
+    positive_int,
+    seed_int,
+)
 from ._paths import plot_path
 
 #: memory of one LocalCluster worker process (Python, numpy, scipy, python-flint, dask, ntkcheck) and
@@ -46,8 +54,9 @@ def register(subparsers: Any) -> None:
         "(seed 003 Prop. 5, 8) per task, whether positivity is certified, and where it is largest. Without "
         "PATH, sweeps the bundled example dataset. A LocalCluster is started unless --scheduler or --serial.",
         epilog="exit status: 0 the sweep ran (each row's status, certificate and cross-check are in the table); "
-        "with --one-gram --certify: 0 certified positive, 3 not certified; 2 bad input; 130 interrupted "
-        "(Ctrl-C: the cluster is stopped, one line on stderr).",
+        "3 --max-seconds ran out before every task ran (the rows that ran are reported, the others counted); "
+        "with --one-gram: 0 computed (with --certify: certified positive), 3 not certified or not finished in "
+        "--max-seconds; 2 bad input; 130 interrupted (Ctrl-C: the cluster is stopped, one line on stderr).",
     )
     p.add_argument("paths", nargs="*", help=".npy (n, N, d) or .npz (sample_0, ...) token files")
     p.add_argument("--q-scales", type=_list(nonnegative_float, "numbers >= 0"), default=[1.0],
@@ -77,6 +86,8 @@ def register(subparsers: Any) -> None:
                    "...; .png is added to a name without suffix)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--progress", action="store_true", help="a progress bar over the tasks on stderr")
+    add_budget_option(p, "sweep", "each task screens with what is left; once spent no task is started, the queued "
+                      "ones are cancelled and counted (exit 3)")
     one = p.add_argument_group("one large Gram (--one-gram)")
     one.add_argument("--one-gram", action="store_true",
                      help="instead of a grid: the Gram of ONE screening (one file, one value of each grid option) "
@@ -115,16 +126,17 @@ def run(args: argparse.Namespace) -> int:
                 heads=args.heads if args.heads is not None else [None], seeds=args.seeds, dist=args.dist,
                 certify=not args.no_certify, serial=args.serial, scheduler=args.scheduler,
                 scheduler_file=args.scheduler_file, workers=args.workers, threads=args.threads,
-                progress=args.progress)
-    if args.plot:
+                progress=args.progress, time_budget=args.max_seconds)
+    code = EXIT_INCONCLUSIVE if res.not_run else EXIT_OK
+    if args.plot and res.rows:
         res.plot(args.plot)
     if args.json:
-        emit_json("sweep", {**res.to_dict(), "plot": args.plot})
-        return 0
+        emit_json("sweep", {**res.to_dict(), "plot": args.plot, "exit_code": code})
+        return code
     print(res.table())
-    if args.plot:
+    if args.plot and res.rows:
         print(f"plot written to {args.plot}")
-    return 0
+    return code
 
 
 def _one_gram_options(args: argparse.Namespace) -> None:
@@ -139,6 +151,7 @@ def _one_gram_options(args: argparse.Namespace) -> None:
 
 
 def _one_gram(args: argparse.Namespace, paths: list[str]) -> int:
+    from .._budget import OutOfTime, scope
     from ..cgf import as_laws
     from ..distributed import distributed_gram
     from ..errors import InputError
@@ -156,10 +169,16 @@ def _one_gram(args: argparse.Namespace, paths: list[str]) -> int:
     laws = as_laws(load_samples(paths[0]))
     H = args.heads[0] if args.heads else default_head_count(sum(law.n_atoms for law in laws), laws[0].dim)
     q, b, seed = args.q_scales[0], args.b_scales[0], args.seeds[0]
-    r = distributed_gram(laws, H, q_scale=q, b_scale=b, dist=args.dist, seed=seed, scheduler=args.scheduler,
-                         scheduler_file=args.scheduler_file, workers=args.workers, threads=args.threads,
-                         chunk_heads=args.chunk_heads, tiles=args.tiles, reduce=args.reduce, certify=args.certify,
-                         progress=args.progress)
+    try:  # every finished task and step is a checkpoint of --max-seconds; the cluster is closed on the way out
+        with scope(stoppable=True):
+            r = distributed_gram(laws, H, q_scale=q, b_scale=b, dist=args.dist, seed=seed, scheduler=args.scheduler,
+                                 scheduler_file=args.scheduler_file, workers=args.workers, threads=args.threads,
+                                 chunk_heads=args.chunk_heads, tiles=args.tiles, reduce=args.reduce,
+                                 certify=args.certify, progress=args.progress)
+    except OutOfTime as exc:
+        print(f"{paths[0]}: the Gram was not finished within --max-seconds {args.max_seconds:g} (stopped during "
+              f"{exc.stage}): not computed, not certified; raise --max-seconds")
+        return EXIT_INCONCLUSIVE
     code = EXIT_OK if not args.certify or r.gram.certified_positive else EXIT_INCONCLUSIVE
     if args.json:
         emit_json("sweep", {"mode": r.mode, "seconds": r.seconds_gram + r.seconds_spectrum, "dist": args.dist,

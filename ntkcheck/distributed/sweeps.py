@@ -47,12 +47,14 @@ from typing import Any
 
 import numpy as np
 
+from .._budget import scope
 from .._precision import PRECISION_LOCK
 from .._progress import progress_bar
 from .._records import restore
 from .._text import fit
+from .._validate import as_budget
 from ..cgf import Empirical, as_laws
-from ..errors import InputError
+from ..errors import InputError, TimeBudgetError
 from ..io.files import load_samples
 from ..screening import default_head_count, screen
 from ._cluster import dask_client
@@ -64,6 +66,10 @@ __all__ = ["SweepRow", "SweepResult", "sweep", "sweep_grid"]
 #: sweep on threaded workers and the user's own threads share one lock. Parallelism comes from
 #: worker processes.
 _SCREEN_LOCK = PRECISION_LOCK
+#: seconds of ``sweep`` by default (``time_budget``; ``ntkcheck sweep --max-seconds``)
+DEFAULT_TIME_BUDGET = 3600.0
+#: seconds the client waits past the deadline for the screenings still running (each ends within its budget)
+GRACE = 3.0
 
 
 @dataclass(frozen=True)
@@ -116,12 +122,15 @@ class SweepRow:
 @dataclass(frozen=True)
 class SweepResult:
     """Rows of :func:`sweep` sorted by ``(file, heads, q_scale, b_scale, seed)``; ``mode`` says
-    where they ran (``"serial"`` or ``"dask <scheduler address>"``), ``seconds`` the wall time."""
+    where they ran (``"serial"`` or ``"dask <scheduler address>"``), ``seconds`` the wall time;
+    ``not_run`` counts the tasks the time budget (``time_budget`` seconds) left without a row."""
 
     rows: tuple[SweepRow, ...]
     mode: str
     seconds: float
     dist: str = "gaussian"
+    not_run: int = 0
+    time_budget: float | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SweepResult:
@@ -130,7 +139,8 @@ class SweepResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "seconds": self.seconds, "dist": self.dist,
-                "rows": [r.to_dict() for r in self.rows], "best": self.best()}
+                "rows": [r.to_dict() for r in self.rows], "best": self.best(), "not_run": self.not_run,
+                "time_budget": self.time_budget}
 
     def values(self) -> list[tuple[Any, ...]]:
         """Every row's key and results without the timing: what two runs must agree on."""
@@ -200,6 +210,9 @@ class SweepResult:
         out.append("(* = positivity certified; otherwise seen in float64 only or below resolution)")
         out.extend(self.best_lines())
         out.append(f"{len(self.rows)} tasks, {self.mode}, {self.seconds:.2f} s")
+        if self.not_run:
+            out.append(f"{self.not_run} of {self.not_run + len(self.rows)} tasks not run: the time budget of "
+                       f"{self.time_budget:g} s was spent (raise --max-seconds, or sweep fewer cells)")
         return fit(out)
 
     def plot(self, path: str | Path) -> Path:
@@ -256,13 +269,21 @@ def sweep_grid(files: Sequence[str], q_scales: Sequence[float], b_scales: Sequen
 
 
 def _task(laws: list[Empirical], file: str, heads: int | None, q: float, b: float, seed: int,
-          dist: str, certify: bool) -> SweepRow:
-    """One screening; runs on a worker (or serially) on laws built once."""
+          dist: str, certify: bool, deadline: float | None = None) -> SweepRow | None:
+    """One screening; runs on a worker (or serially) on laws built once. ``deadline`` (``time.time()``,
+    the sweep's time budget) bounds it; None when it has passed or the screening does not fit."""
     t0 = time.perf_counter()
+    left = None if deadline is None else deadline - time.time()
+    if left is not None and left <= 0:
+        return None
     # one fixed draw per cell (None: H d >= 4 M, not screen's doubling), no head-law certificate
     H = heads if heads is not None else default_head_count(sum(law.n_atoms for law in laws), laws[0].dim)
     with _SCREEN_LOCK:
-        r = screen(laws, heads=H, q_scale=q, b_scale=b, seed=seed, dist=dist, certify=certify, head_law_seconds=0)
+        try:
+            r = screen(laws, heads=H, q_scale=q, b_scale=b, seed=seed, dist=dist, certify=certify, head_law_seconds=0,
+                       time_budget=left)
+        except TimeBudgetError:  # its float64 Gram does not fit in what is left
+            return None
     g, c = r.gram, r.complement
     cg = None if c is None else c.gram
     return SweepRow(
@@ -326,6 +347,7 @@ def sweep(
     processes: bool = True,
     progress: bool = False,
     on_row: Callable[[SweepRow, int, int], None] | None = None,
+    time_budget: float | None = DEFAULT_TIME_BUDGET,
 ) -> SweepResult:
     r"""Screen ``data`` over a grid of initialisation laws, serially or on a Dask cluster.
 
@@ -359,6 +381,10 @@ def sweep(
         each task finished (``distributed.as_completed``), the last row's numbers beside it.
     on_row : callable ``(row, k, n)``, optional
         Called with each row as it arrives (streaming).
+    time_budget : float, Budget or None
+        Seconds for the whole sweep (default 3600; None: no limit). Each task screens with what is
+        left (a deadline on the wall clock, valid on every worker); once spent no task is started,
+        the tasks still queued are cancelled, and ``not_run`` counts them.
 
     Returns
     -------
@@ -383,15 +409,19 @@ def sweep(
         raise InputError(f"seeds: expected integers >= 0, got {ss!r}")
     if dist not in ("gaussian", "uniform"):
         raise InputError(f"dist: expected 'gaussian' or 'uniform', got {dist!r}")
+    budget = as_budget(time_budget)
     laws = _data(data)
     tasks = sweep_grid(list(laws), qs, bs, hs, ss)
     n = len(tasks)
     rows: list[SweepRow] = []
 
     t0 = time.perf_counter()
-    with progress_bar(n, desc="sweep", unit="task", enabled=bool(progress)) as bar:
+    with scope(budget) as tb, progress_bar(n, desc="sweep", unit="task", enabled=bool(progress)) as bar:
+        deadline = None if tb.seconds is None else time.time() + tb.remaining()
 
-        def arrived(row: SweepRow) -> None:
+        def arrived(row: SweepRow | None) -> None:
+            if row is None:
+                return
             rows.append(row)
             bar.update(1)
             bar.set_postfix_str(f"last: q {row.q_scale:g} b {row.b_scale:g} H {row.heads} seed {row.seed} "
@@ -401,20 +431,23 @@ def sweep(
 
         if serial:
             for f, h, q, b, s in tasks:
-                arrived(_task(laws[f], f, h, q, b, s, dist, certify))
+                if tb.expired():
+                    break
+                arrived(_task(laws[f], f, h, q, b, s, dist, certify, deadline))
             mode = "serial"
         else:
             mode = _run_dask(laws, tasks, dist, certify, arrived, client, scheduler, workers, threads, processes,
-                             progress, scheduler_file)
+                             progress, scheduler_file, deadline)
     order = {f: i for i, f in enumerate(laws)}  # files in the order given, not by path string
     rows.sort(key=lambda r: (order[r.file],) + r.key[1:])
-    return SweepResult(rows=tuple(rows), mode=mode, seconds=time.perf_counter() - t0, dist=dist)
+    return SweepResult(rows=tuple(rows), mode=mode, seconds=time.perf_counter() - t0, dist=dist,
+                       not_run=n - len(rows), time_budget=tb.seconds)
 
 
 def _run_dask(laws: dict[str, list[Empirical]], tasks: list[tuple[str, int | None, float, float, int]], dist: str,
               certify: bool, arrived: Callable[[SweepRow], None], client: Any, scheduler: str | None,
               workers: int, threads: int, processes: bool, progress: bool,
-              scheduler_file: str | Path | None = None) -> str:
+              scheduler_file: str | Path | None = None, deadline: float | None = None) -> str:
     with dask_client(client, scheduler, workers, threads, processes, scheduler_file) as cl:
         from distributed import as_completed
 
@@ -423,8 +456,13 @@ def _run_dask(laws: dict[str, list[Empirical]], tasks: list[tuple[str, int | Non
         # ship each file's laws once to every worker; tasks carry only a reference and five numbers
         # (random keys: re-scattering equal data while an earlier run releases it loses the data)
         shipped = {f: cl.scatter([v], broadcast=True, hash=False)[0] for f, v in laws.items()}
-        futures = [cl.submit(_task, shipped[f], f, h, q, b, s, dist, certify, pure=False)
+        futures = [cl.submit(_task, shipped[f], f, h, q, b, s, dist, certify, deadline, pure=False)
                    for f, h, q, b, s in tasks]
-        for fut in as_completed(futures):
-            arrived(fut.result())
+        # a task past the deadline returns at once; the last ones started end within their own budget
+        wait = None if deadline is None else max(0.0, deadline - time.time()) + GRACE
+        try:
+            for fut in as_completed(futures, timeout=wait):
+                arrived(fut.result())
+        except TimeoutError:
+            cl.cancel([f for f in futures if not f.done()])
         return f"dask {cl.scheduler.address}"

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .._budget import Budget, OutOfTime
+from .._budget import Budget, OutOfTime, current
 from .._validate import rational_direction as _direction
 from ..cgf import Empirical, Family, as_laws
 from ..errors import DomainError, InputError, PrecisionError
@@ -426,7 +426,8 @@ def decide(
         How many generic integer directions the search tries (``1 .. 1000``, at most the
         ``19^d - 1`` with entries in ``-9..9``) and the seed that draws them (``>= 0``).
     timeout : float or None
-        Seconds the decision may take (default 60); ``None``: no limit. Checked between
+        Seconds the decision may take (default 60; never past the budget of an enclosing ``screen``,
+        ``gram``, claim run or sweep); ``None``: no limit. Checked between
         steps (orders, precisions, directions, identity attempts, measures), and an Arb
         inversion that could not finish in the time left is not started (its cost is
         estimated first); an exhausted budget gives ``inconclusive`` with what was tried.
@@ -443,7 +444,7 @@ def decide(
     >>> decide([x, x + 1.0]).verdict.value     # a translate: dependent (seed 003 Ex. 6)
     'dependent'
     """
-    budget = Budget(_check_timeout(timeout))
+    budget = current(Budget(_check_timeout(timeout)))  # inside screen, gram, ...: never past their budget
     if property not in _PROPERTIES:
         raise DomainError(f"property: expected one of {_PROPERTIES}, got {property!r}")
     if method not in _METHODS:
@@ -473,7 +474,7 @@ def decide(
             return _strong_search(run, dirs, seed)
         return _weak(run, dirs, seed)
     except OutOfTime as exc:
-        run.trail.append(f"time budget of {timeout:g} s exhausted during: {exc.stage}")
+        run.trail.append(f"time budget of {budget.seconds:.3g} s exhausted during: {exc.stage}")
         w = w_given if property == "strong" else None
         return _inconclusive(run, property, w, [], timed_out=True)
 

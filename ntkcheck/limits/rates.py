@@ -58,7 +58,9 @@ from typing import Any
 
 import numpy as np
 
+from .._budget import OutOfTime, scope
 from .._records import restore
+from .._validate import as_budget
 from ..errors import NtkcheckError
 
 __all__ = ["RateFit", "LimitExperiment", "fit_rate", "EXPERIMENTS", "run_experiment", "experiment_module"]
@@ -409,12 +411,31 @@ def experiment_module(name: str) -> Any:
     return importlib.import_module(f"{__package__}.{EXPERIMENTS[name]}")
 
 
+#: seconds of an experiment by default (``run_experiment``'s ``time_budget``; ``--max-seconds``)
+DEFAULT_TIME_BUDGET = 900.0
+
+
 def run_experiment(name: str, *, size: str = "default", seeds: int = 5, seed: int = 0,
-                   progress: bool | None = None) -> LimitExperiment:
-    """Run experiment ``name`` at ``size`` over ``seeds`` independent seeds starting at ``seed``."""
+                   progress: bool | None = None, time_budget: float | None = DEFAULT_TIME_BUDGET) -> LimitExperiment:
+    """Run experiment ``name`` at ``size`` over ``seeds`` independent seeds starting at ``seed``.
+
+    ``time_budget`` (seconds, default 900; None: no limit; :mod:`ntkcheck._budget`) is checked at every
+    step of the experiment's progress (a size, a seed, a block of layers or of flow time): once it is
+    spent the experiment stops there and is ``"inconclusive"``, with a note saying where it stopped;
+    no rate is fitted on part of the sizes.
+    """
     mod = experiment_module(name)
     if size not in mod.SIZES:
         raise NtkcheckError(f"experiment {name}: unknown size {size!r}; known: {', '.join(mod.SIZES)}")
     if seeds < 2:
         raise NtkcheckError(f"experiment {name}: need at least 2 seeds for a confidence interval, got {seeds}")
-    return mod.run(size=size, seeds=seeds, seed=seed, progress=progress)
+    budget = as_budget(time_budget)
+    try:
+        with scope(budget, stoppable=True) as b:
+            return mod.run(size=size, seeds=seeds, seed=seed, progress=progress)
+    except OutOfTime as exc:
+        summary = (mod.__doc__ or name).strip().splitlines()[0]
+        return LimitExperiment(name, f"theory/limits-{name}.md", summary, (), {}, (
+            f"stopped by the time budget of {b.seconds:g} s during {exc.stage} (size {size}, {seeds} seeds): no "
+            "rate is fitted on part of the sizes, so nothing is concluded; raise --max-seconds (time_budget) or "
+            "use a smaller --size",), elapsed=float(b.seconds or 0.0) - b.remaining())

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .. import _budget
 from .._progress import progress_bar
 from . import _rounding as rnd
 from ._extremal import RitzPair, largest, smallest_cluster
@@ -39,6 +40,8 @@ from ._gram_steps import (
     _GramInputs,
     _Spectrum,
     _svd_eigenvalues,
+    certificate_within_budget,
+    svd_seconds,
 )
 from ._inputs import exactly_singular
 from .certificate import (
@@ -82,7 +85,8 @@ def _full_spectrum(work: rnd.SymmetricWork) -> _Spectrum:
     """Every eigenvalue by ``eigvalsh`` (on a copy: the work array keeps the Gram for the
     certificate). Tolerance: LAPACK's backward error, taken as ``M u lambda_max`` (not a proof)."""
     work.restore()
-    eig = np.linalg.eigvalsh(work.A, UPLO="L")
+    _budget.require(lambda: _budget.dense_seconds(4 / 3 * work.n**3, _budget.EIGVALSH), "eigvalsh of the Gram")
+    eig = _budget.run(lambda: np.linalg.eigvalsh(work.A, UPLO="L"), "eigvalsh of the Gram")
     lmin, lmax = float(eig[0]), float(eig[-1])
     tol = work.n * rnd.U * abs(lmax)
     return _Spectrum(eig, lmin, lmax, "eigvalsh", RESOLUTION_EIGH, None, tol, tol)
@@ -136,6 +140,9 @@ def spectrum(g: _GramInputs, method: str, certify: bool) -> tuple[_Spectrum, lis
                           pairs[0].tolerance, pairs[1].tolerance))
         bar.update(1)
     if method == "auto" and not g.by_size and spec.lmax > 0 and spec.lmin / spec.lmax < RESOLUTION_EIGH:
+        if not _budget.fits(lambda: svd_seconds((g.atoms, g.heads.count * g.heads.dim))):
+            return spec, [*notes, "lambda_min below the eigvalsh resolution; the SVD of F skipped: it would not "
+                          "fit in the time budget"], fac
         if 8 * g.atoms * g.heads.count * g.heads.dim <= SVD_MEMORY_LIMIT:
             return (_svd_spectrum(g, None),
                     ["eigvalsh could not resolve lambda_min (relative < 1e-10): recomputed from the SVD of F"], fac)
@@ -172,6 +179,7 @@ def after_positivity(g: _GramInputs, pc: PositivityCertificate | None, max_bits:
                                                       cert.evidence, atoms=proof[1])
 
 
+@certificate_within_budget  # a step that would not fit in the time budget: "not certified (time budget spent)"
 def certificate(g: _GramInputs, fac: Factored, spec: _Spectrum, *, float64_positive: bool,
                 max_bits: int) -> GramCertificate:
     """:func:`~ntkcheck.ntk.gram_matrix.gram_certificate` on the pass already made: the verified

@@ -10,18 +10,21 @@ helpers from :mod:`ntkcheck.ntk.gram_matrix`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import scipy.linalg as sla
 
+from .. import _budget
 from .._records import restore
 from ..cgf import Empirical
-from ..errors import InputError
+from ..errors import InputError, TimeBudgetError
 from . import _rounding as rnd
 from ._extremal import RitzPair, largest, smallest
+from .certificate import GramCertificate
 from .features import Heads, _as_heads, _features, init_heads
 
 #: relative lambda_min below which the eigvalsh of the formed Gram is not trusted
@@ -133,7 +136,8 @@ def _gram_accumulated(laws: Sequence[Empirical], heads: Heads, chunk: int, progr
 
 def _gram_lower(F: np.ndarray) -> np.ndarray:
     """``F F^T`` by BLAS ``syrk``: half the work of a GEMM; lower triangle only (Fortran order)."""
-    return sla.blas.dsyrk(1.0, np.ascontiguousarray(F).T, trans=1, lower=1)
+    _budget.require(lambda: _budget.dense_seconds(float(F.shape[0]) ** 2 * F.shape[1]), "the float64 Gram F F^T")
+    return _budget.run(lambda: sla.blas.dsyrk(1.0, np.ascontiguousarray(F).T, trans=1, lower=1), "F F^T")
 
 
 # ---------------------------------------------------------------------------- spectrum
@@ -171,13 +175,21 @@ def _extremal_eigh(G: np.ndarray) -> tuple[float, float] | None:
     return pairs[0].value, pairs[1].value
 
 
+def svd_seconds(shape: tuple[int, ...], vectors: bool = False) -> float:
+    """Estimated seconds of the singular values (or, with ``vectors``, the thin SVD) of a matrix of
+    ``shape`` (:func:`ntkcheck._budget.dense_seconds`)."""
+    m, k = min(shape), max(shape)
+    return _budget.dense_seconds(4.0 * m * m * k, _budget.SVD if vectors else _budget.SVDVALS)
+
+
 def _svd_eigenvalues(F: np.ndarray) -> np.ndarray:
     """All ``M`` eigenvalues of ``F F^T``, ascending, as the squared singular values of ``F``.
 
     ``F F^T`` is never formed, so relative eigenvalues down to ~1e-26 are resolved (the
     ``eigvalsh`` of the formed Gram stops at ~1e-13)."""
     M = F.shape[0]
-    s = sla.svdvals(F, check_finite=False)
+    _budget.require(lambda: svd_seconds(F.shape), "the SVD of F")
+    s = _budget.run(lambda: sla.svdvals(F, check_finite=False), "the SVD of F")
     ev = np.zeros(M)
     ev[M - s.shape[0]:] = np.sort(s) ** 2  # min(M, Hd) singular values; the rest are exact zeros
     return ev
@@ -196,4 +208,44 @@ def _kept_matrix(g: _GramInputs, F: np.ndarray | None, eigenvalues: tuple[float,
     # the observed kernel: as many eigenvectors as eigenvalues at the floor (the count
     # may come from the SVD; the subspace of a cluster separated by a gap is accurate)
     k = sum(1 for v in (eigenvalues or ()) if v <= floor)
-    return kept, np.linalg.eigh(kept)[1][:, :k].copy()
+    _budget.require(lambda: 3 * _budget.dense_seconds(4 / 3 * F.shape[0] ** 3, _budget.EIGVALSH), "eigh of the kept Gram")
+    return kept, _budget.run(lambda: np.linalg.eigh(kept)[1][:, :k].copy(), "eigh of the kept Gram")
+
+
+# --------------------------------------------------------------------------- time budget
+
+_T = TypeVar("_T")
+
+
+def spectrum_within_budget(compute: Callable[[], _T], atoms: int) -> _T:
+    """``compute()`` (the float64 spectrum) in a stoppable scope of the current time budget
+    (:mod:`ntkcheck._budget`); when the budget runs out or a step would not fit, a
+    :class:`~ntkcheck.errors.TimeBudgetError` with the stage and the option to raise: without the
+    spectrum there is nothing to report."""
+    try:
+        with _budget.scope(stoppable=True) as b:
+            return compute()
+    except _budget.OutOfTime as exc:
+        raise TimeBudgetError(f"the float64 spectrum of the Gram (M = {atoms} distinct atoms) does not fit in the "
+                              f"time budget of {b.seconds:g} s: {exc.stage}; raise the budget (--max-seconds, "
+                              "time_budget=) or lower the heads or the samples") from None
+
+
+def certificate_within_budget(func: Callable[..., GramCertificate]) -> Callable[..., GramCertificate]:
+    """``func`` (a Gram certificate) in a stoppable scope of the current time budget: a step that
+    would not fit is not started, and a budget spent gives an inconclusive certificate saying
+    "not certified (time budget spent)" with the stage (never a bound it did not finish)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> GramCertificate:
+        try:
+            with _budget.scope(stoppable=True):
+                return func(*args, **kwargs)
+        except _budget.OutOfTime as exc:
+            return GramCertificate("inconclusive", None, 53, f"{TIME_SPENT}: {exc.stage}")
+
+    return wrapper
+
+
+#: how a certificate cut short by the time budget begins its detail
+TIME_SPENT = "not certified (time budget spent)"

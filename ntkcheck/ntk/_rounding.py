@@ -26,6 +26,7 @@ import numpy as np
 import scipy.linalg as sla
 from threadpoolctl import threadpool_limits
 
+from .. import _budget
 from .._validate import check_score_range
 from ..cgf.empirical import Empirical
 from .features import Heads, _atom_count, _feature_columns, _groups, _head_block, _progress
@@ -356,8 +357,11 @@ class SymmetricWork:
         self.factorizations += 1
         if not np.all(diag > 0):
             return None
+        # under a time budget: not started when it would not fit, abandoned at the deadline (ntkcheck._budget)
+        _budget.require(lambda: _budget.dense_seconds(self.n**3 / 3, _budget.CHOLESKY), f"a Cholesky of order {self.n}")
         with serial_blas():  # OpenBLAS's threaded dpotrf: 10x slower with the other core busy (see serial_blas)
-            c, info = sla.lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
+            c, info = _budget.run(lambda: sla.lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1),
+                                  f"a Cholesky of order {self.n}")
         if not np.shares_memory(c, A):  # not in place (should not happen for a Fortran float64 array)
             A[...] = np.tril(c) + np.triu(A, 1)
         if info != 0:
@@ -367,6 +371,7 @@ class SymmetricWork:
 
     def matvec(self, v: np.ndarray) -> np.ndarray:
         r""":math:`\hat G v` from the strict upper copy and the saved diagonal (BLAS ``dsymv``, any state)."""
+        _budget.checkpoint("Lanczos on the Gram")  # each product of an ARPACK iteration
         v = np.ravel(v)
         y = sla.blas.dsymv(1.0, self.A, v, lower=0)
         y += (self.diag - np.diagonal(self.A)) * v
@@ -377,6 +382,7 @@ class SymmetricWork:
         twice as fast here as LAPACK ``dpotrs`` on one vector)."""
         if not self.ok:
             raise np.linalg.LinAlgError("no Cholesky factor: the last factorisation failed or none ran")
+        _budget.checkpoint("Lanczos on the inverse of the Gram")
         y = sla.blas.dtrsv(self.A, np.ravel(v), lower=1, trans=0)
         return sla.blas.dtrsv(self.A, y, lower=1, trans=1, overwrite_x=1)
 

@@ -31,11 +31,13 @@ from typing import Any
 import numpy as np
 from flint import arb, arb_mat, fmpq
 
+from .. import _budget
 from .._precision import flint_prec
 from .._progress import progress_bar
 from .._records import restore
 from ..cgf.empirical import Empirical, as_laws
 from ..errors import InputError, PrecisionError
+from ..independence._arb_cost import SMALL_N, arb_inverse_seconds
 from . import _rounding as rnd
 from ._arb_fast import preconditioned_bound
 from ._extremal import smallest
@@ -174,6 +176,7 @@ def _features_arb(laws: Sequence[Empirical], heads: Heads, prec: int) -> arb_mat
             feats: list[list[arb]] = [[] for _ in range(N)]
             XT = XA.transpose()
             for h in range(H):
+                _budget.checkpoint("the Arb features of the Gram")
                 A = XA * Qa[h].transpose()  # rows: Q x_j (exact inputs, ball products)
                 A = arb_mat([[A[j, k] + ba[h][k] for k in range(d)] for j in range(N)])
                 Sc = A * XT  # scores <Q x_j + b, x_k>
@@ -252,7 +255,9 @@ def _certify(laws: Sequence[Empirical], heads: Heads, *, max_bits: int = 2048, s
     fast = None
     seen = None  # a float64 certificate of rounded inputs that did not carry over to the values given
     if method == "preconditioned" or (method == "auto" and arb_cost > _ARB_FIRST_COST):
-        fast = preconditioned_bound(laws, heads)
+        K = heads.count * heads.dim  # ~2 M^2 K flops, measured 4-5x slower a flop than the timed product
+        _budget.require(lambda: _budget.dense_seconds(2.0 * M * M * K, 5.0), f"the preconditioned bound (M = {M})")
+        fast = _budget.run(lambda: preconditioned_bound(laws, heads), f"the preconditioned bound (M = {M})")
         if fast.lower_bound is not None:
             got = _for_values_given(laws, heads, GramCertificate("float64-preconditioned", fast.lower_bound, 53,
                                                                  fast.statement))
@@ -296,6 +301,8 @@ def _certify_arb(laws: Sequence[Empirical], heads: Heads, max_bits: int, start_b
     last = ""
     while True:
         G = _gram_arb(laws, heads, bits)
+        if M >= SMALL_N:  # arb_mat.inv cannot be interrupted: estimated first (under a time budget)
+            _budget.require(lambda b=bits: arb_inverse_seconds(M, b), f"the Arb inverse of the {M} x {M} Gram at {bits} bits")
         try:
             with flint_prec(bits):
                 Ginv = G.inv()

@@ -62,7 +62,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .. import _budget
 from .._records import restore
+from .._validate import as_budget
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
 from ..independence.results import no_truth_value
@@ -81,6 +83,8 @@ from ._gram_steps import (  # noqa: F401  (_extremal_eigh, _gram_accumulated, _g
     _GramInputs,
     _kept_matrix,
     _Spectrum,
+    certificate_within_budget,
+    spectrum_within_budget,
 )
 from ._inputs import rounded_inputs, status_with_certificate
 from .certificate import GramCertificate, certify_positive
@@ -335,6 +339,7 @@ def spectrum_status(lmin: float, lmax: float, *, by_size: bool, resolution: floa
     return "below resolution" if rel < resolution else "small"
 
 
+@certificate_within_budget  # a step that would not fit in the time budget: "not certified (time budget spent)"
 def gram_certificate(laws: Sequence[Empirical], heads: Heads, *, float64_positive: bool, max_bits: int = 2048,
                      progress: bool = False, chunk: int = DEFAULT_CHUNK) -> GramCertificate:
     """A rigorous lower bound on ``lambda_min`` of the Gram by the cheapest sound route, or why not.
@@ -481,6 +486,7 @@ def gram(
     chunk: int = DEFAULT_CHUNK,
     max_bits: int = 2048,
     spectrum: Literal["extremal", "full"] = "extremal",
+    time_budget: float | None = None,
 ) -> GramResult:
     r"""Spectrum of the attention NTK Gram at FixUp on the samples' distinct atoms.
 
@@ -529,6 +535,9 @@ def gram(
         the array) plus one column block of ``F`` of at most ``8 max(2^25, 256 M)`` bytes, plus
         ``eigvalsh``'s copy when the full spectrum is computed (plus the SVD fallback's
         ``8 M H d`` if it is needed and fits in 4 GiB). ``M`` counts distinct atoms.
+    time_budget : float, Budget or None
+        Seconds for the call (None: none of its own, an enclosing screen's or command's applies): a certificate
+        cut short is "not certified (time budget spent)"; a spectrum that cannot finish raises TimeBudgetError.
 
     Returns
     -------
@@ -560,6 +569,7 @@ def gram(
     g = _gram_inputs(samples, heads, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed,
                      keep_matrix=keep_matrix, method=method, progress=progress, chunk=chunk, spectrum=spectrum)
     notes = _size_notes(g)
-    spec, spectrum_notes, fac = route.spectrum(g, method, certify)
-    return _gram_result(g, spec, fac, notes + spectrum_notes, certify=certify, max_bits=max_bits,
-                        keep_matrix=keep_matrix)
+    with _budget.scope(as_budget(time_budget)):
+        spec, spectrum_notes, fac = spectrum_within_budget(lambda: route.spectrum(g, method, certify), g.atoms)
+        return _gram_result(g, spec, fac, notes + spectrum_notes, certify=certify, max_bits=max_bits,
+                            keep_matrix=keep_matrix)

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _budget
 from .._records import restore
 from ..cgf import Empirical, as_laws
 from ..errors import InputError
@@ -391,6 +392,7 @@ def head_law_bound(
     """
     laws = as_laws(samples)
     _check(delta, heads, seconds, dist)
+    seconds = _budget.capped(seconds)  # inside screen or a command: never past its time budget
     if structure is not None and structure.predicted_kernel > 0:
         return HeadLawBound("singular", delta, 0.0, 0.0,
                             detail=f"the dependence structure proves a kernel of dimension {structure.predicted_kernel}")

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from flint import fmpz_mat, nmod_mat
 
+from .. import _budget
 from .._records import restore
 from ..cgf import Empirical, as_laws
 from .features import Heads, _as_heads
@@ -365,6 +366,7 @@ def saturation(samples: Any, heads: Heads) -> Saturation | None:
         logm, m = np.log(law.masses), law.masses
         R = float(np.sqrt(np.max(np.sum(X * X, axis=1))))
         for h0 in range(0, H, hb):
+            _budget.checkpoint("the saturation bound of the heads")
             h1 = min(H, h0 + hb)
             A = np.einsum("hij,nj->hni", heads.Q[h0:h1], X) + heads.b[h0:h1, None, :]
             S = A @ X.T + logm  # (c, N, N): scores of the atom n (query) against every atom
@@ -514,7 +516,11 @@ def heads_kernel(samples: Any, heads: Heads, structure: Any, *, gram: Any = None
     obs = None if gram is None else gram.kernel_observed
     if obs is None or obs <= hk.predicted:
         return hk
-    sat = saturation(laws, heads)
+    try:  # a refinement of the prediction: left out when a time budget runs out (ntkcheck._budget)
+        with _budget.scope(stoppable=True):
+            sat = saturation(laws, heads)
+    except _budget.OutOfTime:
+        return hk
     if sat is None or M - sat.rank_bound <= hk.predicted:
         return hk
     # the snapped rows' lost rank shows at the floor only if the snapping moves F far less than it

@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import _budget
 from .._records import restore
 from ..cgf import Empirical
-from ..errors import InputError
+from ..errors import InputError, TimeBudgetError
 from ._sizes import require_drawn_gram
 from .features import Heads, _atom_count, init_heads
 from .gram_matrix import GramResult, certify_result, gram
@@ -197,13 +198,21 @@ def search_heads(laws: list[Empirical], heads: Any, *, structure: Any, q_scale: 
         raise InputError(f"heads: expected a positive integer, 'auto', Heads or None, got {heads!r}")
     H = int(heads) if not auto else int(start) if start else default_head_count(_atom_count(laws), d, span)
     attempts: list[HeadAttempt] = []
+    last: tuple[Heads, GramResult, HeadsKernel] | None = None
     t0 = time.perf_counter()
     while True:
         t1 = time.perf_counter()
         require_drawn_gram(laws, H)  # the heads and the Gram, before the heads are drawn
         hs = init_heads(H, d, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)  # type: ignore[arg-type]
-        g, hk = _attempt(laws, hs, structure, span, certify=certify, max_bits=max_bits, progress=progress,
-                         spectrum=spectrum)
+        try:
+            g, hk = _attempt(laws, hs, structure, span, certify=certify, max_bits=max_bits, progress=progress,
+                             spectrum=spectrum)
+        except TimeBudgetError:
+            if last is None:  # not even the first draw's spectrum fits: nothing to report
+                raise
+            return HeadSearch(*last, tuple(attempts), "auto",
+                              f"the draw of {H} heads did not fit in the time budget", span)
+        last = (hs, g, hk)
         took = time.perf_counter() - t1
         attempts.append(HeadAttempt(H, g.status, g.certified_positive, g.kernel_observed, hk.predicted, took))
         if not auto:
@@ -213,6 +222,8 @@ def search_heads(laws: list[Empirical], heads: Any, *, structure: Any, q_scale: 
             why = f"{doublings} doublings spent"
         if why is None and time.perf_counter() - t0 + 3.0 * took > seconds:
             why = f"the next draw ({2 * H} heads) would exceed the {seconds:g} s budget"
+        if why is None and not _budget.fits(3.0 * took):
+            why = f"the next draw ({2 * H} heads) would not fit in the time budget"
         if why is None and not _fits(laws, 2 * H):
             why = f"the next draw ({2 * H} heads) and its Gram would not fit in the available memory"
         if why is not None:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 
+from .. import _budget
 from ..cgf.empirical import Empirical
 from ..errors import InputError
 from .features import Heads, _atom_count, _features
@@ -119,7 +120,8 @@ class SlowMode:
 
 def slow_mode(laws: Sequence[Empirical], heads: Heads) -> SlowMode | None:
     """The :class:`SlowMode` of the Gram of ``laws`` on ``heads`` (one SVD of ``F``, ``O(M^2 H d)``),
-    or None above :data:`MAX_SLOW_MODE_ATOMS` distinct atoms or when ``H d < M``.
+    or None above :data:`MAX_SLOW_MODE_ATOMS` distinct atoms, when ``H d < M`` or when the SVD would not
+    fit in the time budget (:mod:`ntkcheck._budget`).
 
     The left singular vector of the smallest singular value is accurate to about
     :math:`u\\,\\sigma_{\\max}/\\mathrm{gap}` even when :math:`\\sigma_{\\min}` itself is at the rounding
@@ -127,8 +129,14 @@ def slow_mode(laws: Sequence[Empirical], heads: Heads) -> SlowMode | None:
     M = _atom_count(laws)
     if M > MAX_SLOW_MODE_ATOMS or heads.count * heads.dim < M:
         return None
+    if not _budget.fits(lambda: _budget.dense_seconds(4.0 * M * M * heads.count * heads.dim, _budget.SVD)):
+        return None  # the SVD would not fit in the time budget: the near-dependency is not named
     F = _features(laws, heads)
-    U, s, _ = sla.svd(F, full_matrices=False, check_finite=False)
+    try:  # an optional diagnosis: abandoned at the deadline rather than run past it
+        with _budget.scope(stoppable=True):
+            U, s, _ = _budget.run(lambda: sla.svd(F, full_matrices=False, check_finite=False), "the SVD of F")
+    except _budget.OutOfTime:
+        return None
     v = U[:, int(np.argmin(s))]
     edges = np.cumsum([0] + [law.n_atoms for law in laws])
     shares = tuple(float(np.sum(v[edges[i]:edges[i + 1]] ** 2)) for i in range(len(laws)))
