@@ -115,6 +115,9 @@ class MatrixCertificate:
     vector : (n,) float array or None
         ``x`` with :math:`x^T S x < 0` for every ``S`` (``certified indefinite``).
     diagnosis : MatrixDiagnosis or None
+    rounding : float
+        Largest change of an entry by the conversion to float64 (integers beyond :math:`2^{53}`,
+        long doubles); included in ``abs_error``, so the verdict is about the numbers given.
     """
 
     status: str
@@ -132,6 +135,7 @@ class MatrixCertificate:
     rank: int | None = None
     vector: np.ndarray | None = field(default=None, repr=False, compare=False)
     diagnosis: MatrixDiagnosis | None = None
+    rounding: float = 0.0
 
     @property
     def positive(self) -> bool:
@@ -146,7 +150,7 @@ class MatrixCertificate:
                 "lambda_max_float": self.lambda_max_float, "relative_lambda_min": self.relative_lambda_min,
                 "n": self.n, "abs_error": self.abs_error, "skew": self.skew, "radius": self.radius,
                 "below_resolution": self.below_resolution, "method": self.method, "statement": self.statement,
-                "shift": self.shift, "rank": self.rank,
+                "shift": self.shift, "rank": self.rank, "rounding": self.rounding,
                 "vector": None if self.vector is None else [float(v) for v in self.vector],
                 "diagnosis": None if self.diagnosis is None else self.diagnosis.to_dict()}
 
@@ -190,12 +194,29 @@ def load_matrix(path: str | Path) -> np.ndarray:
         raise InputError(f"{p}: not a readable .npy or .npz matrix file ({exc})") from None
 
 
-def _checked(matrix: Any, abs_error: Any) -> tuple[np.ndarray, float, float]:
-    """The matrix as float64, the error bound, and the largest skew, or InputError."""
+def _as_float64(A: np.ndarray) -> tuple[np.ndarray, float]:
+    """The matrix as float64 and an upper bound on the largest entry moved by that conversion (0 when
+    every entry is a float64 already: float16/32/64 and integers up to 2^53 convert exactly)."""
+    F = A.astype(np.float64)
+    if A.dtype.kind in "iu":
+        bad = np.nonzero((A.ravel() > 2 ** 53) | (A.ravel() < -2 ** 53))[0] if A.size else np.zeros(0, int)
+        r = max((abs(int(A.flat[k]) - int(F.flat[k])) for k in bad), default=0)
+    elif A.dtype.itemsize > 8:  # long double: the rounding error is exact in long double
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.abs(A - F.astype(A.dtype))
+        r = float(np.nextafter(np.float64(np.nanmax(err)), np.inf)) if np.any(err > 0) else 0
+    else:
+        r = 0
+    return F, float(np.nextafter(np.float64(r), np.inf)) if r else 0.0
+
+
+def _checked(matrix: Any, abs_error: Any) -> tuple[np.ndarray, float, float, float]:
+    """The matrix as float64, the error bound (the user's plus what the conversion to float64 moved), the
+    largest skew, and that conversion's rounding; or InputError."""
     A = load_matrix(matrix) if isinstance(matrix, (str, Path)) else np.asarray(matrix)
     if A.dtype.kind not in "iuf":
         raise InputError(f"matrix: expected real numbers, got dtype {A.dtype}")
-    A = A.astype(np.float64)
+    A, rounding = _as_float64(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
         raise InputError(f"matrix: expected a square n x n matrix, got shape {A.shape}")
     bad = np.argwhere(~np.isfinite(A))
@@ -206,6 +227,8 @@ def _checked(matrix: Any, abs_error: Any) -> tuple[np.ndarray, float, float]:
     e = float(abs_error) if isinstance(abs_error, (int, float)) and not isinstance(abs_error, bool) else math.nan
     if not (math.isfinite(e) and e >= 0):
         raise InputError(f"abs_error: expected a finite number >= 0, got {abs_error!r}")
+    if rounding:
+        e = float(np.nextafter(np.float64(e + rounding), np.inf))
     S = np.abs(A - A.T)
     skew = float(S.max())
     if skew > 2 * e:
@@ -213,7 +236,7 @@ def _checked(matrix: Any, abs_error: Any) -> tuple[np.ndarray, float, float]:
         raise InputError(f"matrix: not symmetric: |A[{i},{j}] - A[{j},{i}]| = {skew:.3g} > 2 x abs_error = {2 * e:.3g}; "
                          f"pass abs_error >= {skew / 2:.3g} (--abs-error) to count the skew part as computation "
                          "error: the certificate then covers every symmetric matrix within that bound")
-    return A, e, skew
+    return A, e, skew, rounding
 
 
 def _integers(A: np.ndarray) -> tuple[fmpz_mat, int]:
@@ -277,7 +300,7 @@ def certify_matrix(matrix: Any, *, abs_error: float = 0.0, tokens: Any = None) -
     >>> certify_matrix(np.ones((3, 3))).status       # rank 1, exactly
     'certified singular'
     """
-    A, e, skew = _checked(matrix, abs_error)
+    A, e, skew, converted = _checked(matrix, abs_error)
     n = A.shape[0]
     C = (A + A.T) / 2  # exact when A is symmetric (a + a = 2a); else rounded: counted below
     rounding = 0.0 if skew == 0 else n * U * float(np.abs(C).max())
@@ -285,7 +308,8 @@ def certify_matrix(matrix: Any, *, abs_error: float = 0.0, tokens: Any = None) -
     lam, vecs = np.linalg.eigh(C)
     resolution = (n + 1) * U * float(np.sum(np.abs(np.diagonal(C))))
     base = {"lambda_min_float": float(lam[0]), "lambda_max_float": float(lam[-1]), "n": n, "abs_error": e,
-            "skew": skew, "radius": radius, "below_resolution": bool(lam[0] <= resolution + radius)}
+            "skew": skew, "radius": radius, "below_resolution": bool(lam[0] <= resolution + radius),
+            "rounding": converted}
     pc = certify_gram_enclosure(C, radius)
     if pc.positive:
         out = MatrixCertificate("certified positive", pc.lower_bound, **base, method=pc.method, shift=pc.shift,
@@ -294,9 +318,14 @@ def certify_matrix(matrix: Any, *, abs_error: float = 0.0, tokens: Any = None) -
                                    if e else "the matrix as given") + f": {pc.statement}")
     else:
         out = _not_positive(A, e, lam, vecs, base, pc.statement)
+    from dataclasses import replace
+
+    if converted:
+        out = replace(out, statement=f"{out.statement} (entries that are not float64 numbers were rounded to "
+                      f"float64, moving none by more than {converted:.3g}: abs_error includes that rounding, so "
+                      "the verdict covers the numbers given)")
     if tokens is None:
         return out
-    from dataclasses import replace
 
     return replace(out, diagnosis=diagnose(tokens, out))
 

@@ -203,3 +203,52 @@ def test_api_refuses_bad_error_bounds():
     for bad in (-1.0, float("inf"), "1e-3", None):
         with pytest.raises(InputError, match="abs_error"):
             certify_matrix(np.eye(2), abs_error=bad)
+
+
+def _exact_class(rows: list[list[Fraction]]) -> str:
+    """'positive', 'singular' or 'indefinite' of a symmetric 2 x 2 matrix, in exact rationals."""
+    (a, b), (_, c) = rows
+    det = a * c - b * b
+    return "singular" if det == 0 else ("positive" if det > 0 and a > 0 else "indefinite")
+
+
+@pytest.mark.parametrize("case", [
+    # int64 beyond 2^53: float64 rounding makes the first two singular (all entries 2^60);
+    # exactly, the first is indefinite (det = -1) and the second positive (det = 2^61)
+    np.array([[2 ** 60, 2 ** 60 + 1], [2 ** 60 + 1, 2 ** 60 + 2]], dtype=np.int64),
+    np.array([[2 ** 60, 2 ** 60], [2 ** 60, 2 ** 60 + 2]], dtype=np.int64),
+    np.array([[2 ** 60 + 1, 2 ** 60 + 1], [2 ** 60 + 1, 2 ** 60 + 1]], dtype=np.int64),
+    "longdouble",
+])
+def test_entries_beyond_float64_are_certified_as_given(case):
+    """Integers beyond 2^53 and long doubles are not float64 numbers: a verdict must hold for the
+    exact matrix given (compared with its exact determinant in rationals), never for its float64
+    rounding. The long double [[1, 1], [1, 1 + 2^-60]] is positive definite, but its rounding is
+    exactly singular: without the conversion bound it was 'certified singular'."""
+    if isinstance(case, str):
+        if np.finfo(np.longdouble).nmant < 60:
+            pytest.skip("long double has no more precision than float64 on this platform")
+        case = np.ones((2, 2), dtype=np.longdouble)
+        case[1, 1] += np.longdouble(2) ** -60
+        exact = [[Fraction(1), Fraction(1)], [Fraction(1), 1 + Fraction(1, 2 ** 60)]]
+    else:
+        exact = [[Fraction(int(v)) for v in row] for row in case]
+    truth = _exact_class(exact)
+    res = certify_matrix(case)
+    assert res.rounding > 0 and res.abs_error >= res.rounding
+    assert "rounded to float64" in res.statement
+    status = {"certified positive": "positive", "certified singular": "singular",
+              "certified indefinite": "indefinite"}.get(res.status)
+    assert status in (None, truth), (res.status, truth)
+    assert res.status != "certified singular"  # a rank of the rounded matrix is not a rank of the given one
+
+
+def test_a_well_conditioned_integer_matrix_beyond_float64_is_still_certified():
+    """The conversion bound costs nothing when the matrix is far from singular: diag(2^60, 2^60 + 1)
+    (entries moved by at most 1 by float64) is certified positive, and the bound is below the exact
+    lambda_min 2^60 (a sound bound) and above half of it (the shifted Cholesky proves a shift a fixed
+    fraction below the float lambda_min; half leaves room for that margin)."""
+    A = np.array([[2 ** 60, 0], [0, 2 ** 60 + 1]], dtype=np.int64)
+    res = certify_matrix(A)
+    assert res.status == "certified positive" and 0 < res.rounding <= 2
+    assert 2.0 ** 59 <= res.lower_bound <= 2.0 ** 60
