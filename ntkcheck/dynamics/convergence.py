@@ -61,8 +61,10 @@ class LocalConvergence:
         the corrected constants, :math:`2\sqrt{2\Lambda+\lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0`
         (guaranteed only when ``certificate.certified``)
     lipschitz_lower : the largest :math:`\|K(\theta)-K(\theta')\|/D(\theta,\theta')` found on the
-        certificate's ball (:func:`ntkcheck.dynamics.lipschitz_search.lipschitz_search`): a lower bound
-        on the true constant, beside the certified ``certificate.L_K`` (``lipschitz_ratio`` = their ratio)
+        certificate's ball (:func:`ntkcheck.dynamics.lipschitz_search.lipschitz_search`), or for a
+        split-region certificate the largest :math:`\|K(\theta) - K_0\|/r_V` found on its region
+        (:func:`~ntkcheck.dynamics.lipschitz_search.region_search`): a lower bound on the true constant,
+        beside the certified ``certificate.L_K`` (``lipschitz_ratio`` = their ratio)
     certificate : :class:`ntkcheck.dynamics.guarantee.ConvergenceCertificate` or None
         Whether seed 002 Thm. 8.5 (sharpened, proved constants) guarantees the run and, if so, the
         guaranteed rate and radius; ``None`` for per-layer heads (the bound covers shared heads).
@@ -71,7 +73,7 @@ class LocalConvergence:
     guarantee_holds : when certified, whether every record obeys the guaranteed envelope
         :math:`e^{-\text{rate}\,s}\mathcal L(0)` (up to the floor and the integration tolerance) and the
         displacement stays within the guaranteed radius; ``None`` when nothing is certified
-    lipschitz_search : the search behind ``lipschitz_lower`` (or None)
+    lipschitz_search : the search behind ``lipschitz_lower`` (``LipschitzSearch``, ``RegionSearch`` or None)
     """
 
     loss_kind: str
@@ -137,7 +139,10 @@ def _certificate(c: Any) -> Any:
 
 
 def _search(s: Any) -> Any:
-    from .lipschitz_search import LipschitzSearch
+    from .lipschitz_search import LipschitzSearch, RegionSearch
+
+    if isinstance(s, dict) and "radius_V" in s:
+        return RegionSearch.from_dict(s)
 
     return None if s is None else LipschitzSearch.from_dict(s)
 
@@ -235,15 +240,20 @@ def local_convergence(
         cert = certificate_from_spectrum(samples, params, layers=int(layers), T=float(T), loss=loss, lambda_min=lam0,
                                          lambda_max=lamM, loss_initial=float(L0))
         if search_evaluations > 0 and np.isfinite(cert.radius) and cert.radius > 0:
-            from .lipschitz_search import lipschitz_search
+            from .lipschitz_search import lipschitz_search, region_search
 
-            search = lipschitz_search(samples, params, layers=int(layers), T=float(T), loss=loss, radius=cert.radius,
-                                      evaluations=search_evaluations, seconds=10.0, seed=seed)
+            if cert.method == "split-region":
+                search = region_search(samples, params, layers=int(layers), T=float(T), loss=loss,
+                                       radius_V=cert.radius, radius_psi=cert.radius_psi,
+                                       evaluations=search_evaluations, seconds=10.0, seed=seed)
+            else:
+                search = lipschitz_search(samples, params, layers=int(layers), T=float(T), loss=loss,
+                                          radius=cert.radius, evaluations=search_evaluations, seconds=10.0, seed=seed)
         if cert.certified:
             tol = max(1e-6, 10.0 * rtol)
             holds = bool(np.all(Ls <= np.exp(-cert.rate_guaranteed * s) * L0 * (1.0 + tol) + floor)
                          and disp.max() <= cert.displacement_bound * (1.0 + tol) + 10.0 * atol)
-    lip = search.best_ratio if search is not None else float("nan")
+    lip = float("nan") if search is None else getattr(search, "K_change", getattr(search, "best_ratio", float("nan")))
     return LocalConvergence(
         loss, float(eps), params.heads, int(layers), float(T), params.per_layer, lam0, lamM, float(L0), float(Ls[-1]),
         lam0, rate_measured, float(rate_asym), 2.0 * lam0, eq31, lin_err, float(disp.max()), bound, lip, float(time_end), flow,
