@@ -1,6 +1,21 @@
-"""Benchmark of the NTK Gram at FixUp (ntkcheck.ntk.gram_matrix), issue 3.
+"""Benchmark of the NTK Gram at FixUp (ntkcheck.ntk.gram_matrix), issues 3, 14 and 23.
 
-For M token slots (N = 8 tokens a sample, M / 8 samples), d = 8 and 32, H d = 2 M heads:
+Default (issue 23, the Gram at the matmul limit): d = 8, N = 8 tokens a sample, H = 4 M / d heads
+(``F`` of shape ``M x 4M``), per M, medians over ``--repeats`` interleaved runs of
+
+* ``F @ F.T`` in numpy (the GEMM of the feature shape; numpy dispatches a matrix times its own
+  transpose to BLAS ``syrk``, one triangle) and a true GEMM ``A @ B.T`` of the same shape;
+* ``gram()`` (features, ``syrk`` accumulated over head blocks, Cholesky, Lanczos) and
+  ``gram(certify=True)``, with the ratios gram / GEMM and certified / gram;
+* the tracemalloc peak of ``gram(certify=True)`` against one ``M x M`` float64 matrix;
+* ``--peer``: the torch.func Jacobian NTK (``benchmarks/peer_torch.py``) in its own process on
+  the same tokens and heads (needs ``pip install torch``; never a dependency of ntkcheck),
+  and the ratio peer / gram.
+
+``--large`` adds M = 16384 with ``H d = 2 M`` (one run, certified time and peak memory; no GEMM
+baseline there: a separate ``16384 x 16384`` product crashed this machine's OpenBLAS).
+
+``--features`` (issue 3): for M token slots (N = 8 tokens a sample, M / 8 samples), d = 8 and 32, H d = 2 M heads:
 
 * features: best-of-3 wall time of ``attention_features``, against
 
@@ -35,8 +50,9 @@ For M token slots (N = 8 tokens a sample, M / 8 samples), d = 8 and 32, H d = 2 
   from 256 while a run takes at most 60 s, the Arb route timed beside it at M = 256, and the
   refusals beyond (above ``MAX_CERTIFY_TOKENS``; relative lambda_min ~1e-29).
 
-Usage: ``python benchmarks/bench_gram.py [--quick | --full | --cert [--large] | --arb] [--rows M:d ...]``. Default: M = 256, 1024, 4096
-(a few minutes); ``--quick``: M <= 1024 (seconds); ``--full`` adds M = 16384 at d = 8
+Usage: ``python benchmarks/bench_gram.py [--sizes 1024,4096] [--repeats 3] [--peer] [--large]``, or
+``--features [--quick | --full] [--rows M:d ...] | --cert [--large] | --arb | --arb-largest | --laws``.
+``--features``: M = 256, 1024, 4096 (a few minutes); ``--quick``: M <= 1024 (seconds); ``--full`` adds M = 16384 at d = 8
 (F F^T accumulation ~ 9e12 flops and eigvalsh of a 16384 x 16384 matrix: ~11 minutes
 on 2 cores, ~6 GiB). The machine may be shared: times are best-of-3 where cheap, and the
 baselines are re-timed next to each row.
@@ -112,8 +128,17 @@ def main(argv=None) -> None:
     ap.add_argument("--arb", action="store_true", help="only the Arb route's largest M within 60 s at d = 2")
     ap.add_argument("--arb-largest", action="store_true",
                     help="only the fast (preconditioned) certificate at d = 2: largest M within 60 s (issue 14)")
-    ap.add_argument("--large", action="store_true", help="with --cert: add M = 16384 (run it alone)")
+    ap.add_argument("--large", action="store_true", help="with --cert or the default table: add M = 16384 (run it alone)")
+    ap.add_argument("--features", action="store_true", help="the feature / spectrum table of issue 3")
+    ap.add_argument("--sizes", default="1024,2048,4096", help="default table: comma-separated M")
+    ap.add_argument("--repeats", type=int, default=3, help="default table: interleaved runs per M (medians)")
+    ap.add_argument("--peer", action="store_true", help="default table: time the torch.func peer (own process)")
     args = ap.parse_args(argv)
+    if not (args.features or args.laws or args.cert or args.arb or args.arb_largest):
+        from _bench_limit import limit_bench
+
+        limit_bench([int(m) for m in args.sizes.split(",") if m], args.repeats, args.peer, args.large)
+        return
     if args.laws:
         _laws_bench()
         return

@@ -24,9 +24,9 @@ enc = load_encoder()
 samples = enc.embed(texts)
 heads = attention_heads(enc, 0)
 laws = as_laws(samples)
-g_all = gram(laws, heads)
+g_all = gram(laws, heads, spectrum="full")
 keep = [i for i in range(len(laws)) if i != 46]
-g_rest = gram([laws[i] for i in keep], heads)
+g_rest = gram([laws[i] for i in keep], heads, spectrum="full")
 ev_all = np.array(g_all.eigenvalues) / g_all.lambda_max
 ev_rest = np.array(g_rest.eigenvalues) / g_rest.lambda_max
 tok = np.array([law.n_tokens for law in laws])

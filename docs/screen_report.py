@@ -14,7 +14,7 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "screen_report.png"
 
 
 def main(out: Path = DEFAULT_OUT) -> Path:
-    report = ntkcheck.screen()
+    report = ntkcheck.screen(spectrum="full")  # every eigenvalue: the plot draws them
     print(report.bottom_line)
     return ntkcheck.plot_report(report, ntkcheck.load_samples(bundled_path()), out)
 

@@ -55,7 +55,7 @@ from ntkcheck.screening import plot_report, screen
 
 # %%
 bundled = load_samples(bundled_path())
-bundled_report = screen()  # no data: the bundled example, described in the bottom line
+bundled_report = screen(spectrum="full")  # no data: the bundled example; every eigenvalue, for the plot
 print(bundled_report.table())  # ends with the bottom line: the data, the verdict for training, what next
 
 # %%
@@ -83,12 +83,22 @@ token_file = workdir / "my_tokens.npz"
 np.savez(token_file, **mine)
 
 user_samples = load_samples(token_file)
-user_report = screen(user_samples, seed=1)
+user_report = screen(user_samples, seed=1, head_law_seconds=5 if SMALL else 20)
 print(user_report.table())
+
+# %% [markdown]
+# The Gram above is that of the heads drawn (`head count`: from the span of the atoms, doubled
+# until certified). Seed 003 Prop. 8 is about the NTK of the head law, `K_rho` (infinitely many
+# heads): the `head law (H = inf)` lines bound `lambda_min(K_rho)` with probability at least
+# `1 - delta` over further heads drawn (theory/ntk-head-law.md). Training a model with these
+# heads sees the draw's `lambda_0`; the mean-field limit sees `K_rho`.
+
+# %%
+print("\n".join(user_report.head_law.report_lines()))
 
 # %%
 # The CLI on the same file, in-process (exactly what `ntkcheck screen FILE` prints).
-exit_code = ntkcheck_cli(["screen", str(token_file), "--seed", "1", "--no-certify"])
+exit_code = ntkcheck_cli(["screen", str(token_file), "--seed", "1", "--no-certify", "--head-law-seconds", "2"])
 print("exit code", exit_code)
 
 # %% [markdown]
@@ -112,7 +122,7 @@ for ib, bs in enumerate(b_scales):
     for iq, qs in enumerate(q_scales):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NtkcheckWarning)
-            r = screen(user_samples, q_scale=qs, b_scale=bs, seed=1, certify=False)
+            r = screen(user_samples, q_scale=qs, b_scale=bs, seed=1, certify=False, head_law_seconds=0)
         rel[ib, iq] = r.gram.relative_lambda_min
         status[(qs, bs)] = r.gram.status
 for ib, bs in enumerate(b_scales):

@@ -8,7 +8,7 @@ whose linear convergence the positivity buys.
 
 Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
 
-    cli                      command line (``verify``: the standalone certificate checker, imports nothing)
+    cli                      command line
     claims                   seed claims tried by hypothesis
     distributed, strategies  sweeps and one large Gram on Dask; hypothesis strategies for users' tests
     screening, limits        initialisation screening of user data; the limit-theorem experiments
@@ -20,6 +20,7 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
     _validate, _memory       validation where data enter; memory estimates before allocation
     errors, _budget, _text   exceptions; time budget; report text helpers
     _precision               the one lock around mpmath / python-flint working precision
+    verify                   the standalone certificate checker (numpy, mpmath, flint; nothing of ntkcheck)
 """
 
 from __future__ import annotations

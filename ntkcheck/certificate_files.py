@@ -1,37 +1,49 @@
 r"""Certificate files: what ``--certificate-out FILE.json`` writes, for :mod:`ntkcheck.verify` to re-check.
 
-A file holds the **inputs** (the token laws as their distinct atoms, float64 taken exactly, with
-exact rational masses; or the closed-form families by their exact parameters; the heads ``Q``
-and ``b``; a user's matrix and its entrywise error bound), their SHA-256 digest, and one
-**claim** per certified statement with what its proof used:
+A file (format :data:`ntkcheck.verify.FORMAT`, ``ntkcheck-certificate/2``) holds the **inputs**
+(the token laws as their distinct atoms with exact rational masses; or the closed-form families
+by their exact parameters; the heads ``Q`` and ``b``; a user's matrix and its entrywise error
+bound), their SHA-256 digest, and one **claim** per certified statement with what its proof used.
+The atoms and heads are written as the values given: float64 when every value is a double (each
+is the dyadic rational it is), else as **exact rationals** (ASCII strings ``"1/10"``,
+``"1152921504606846977"``: ``Empirical.rational_atoms()``, ``Heads.rational_Q`` / ``rational_b``),
+so every claim is re-checked for the numbers the user gave, never for their float64 view.
+The claims:
 
 * ``cgf``: a verdict of :func:`~ntkcheck.independence.decision.decide` and its certificate
   (the minor's columns, directions and prime; the ball bound's scaling; the gap condition's
   side and gaps; the identity's coefficients ``c``, ``alpha``, ``beta``);
 * ``gram-lower-bound``: :math:`\lambda_{\min}(F F^T) \ge \ell` for the Gram of the inputs, the
-  route and precision that proved it;
+  route and precision that proved it; ``inputs_rounded`` when a float64 route proved it for the
+  nearest doubles and it was carried over through the rounding radius (then no shift is written:
+  the view's shift says nothing about the values given);
 * ``gram-singular``: the dependency and the signed measure :math:`\nu` on shared atoms whose
-  kernel vector seed 003 Prop. 8 gives;
+  kernel vector seed 003 Prop. 8 gives; ``gram-equal-scores``: two atoms of one sample that every
+  head scores alike (an exactly singular Gram, ``GramCertificate.kind == "exactly-singular"``);
 * ``matrix-lower-bound`` (with the Cholesky shift ``t`` and the proved radius),
   ``matrix-singular``, ``matrix-indefinite`` (with the vector): :func:`~ntkcheck.ntk.user_matrix.certify_matrix`;
 * ``none``: nothing was certified (the reason): the verifier reports it unchecked.
 
-Arrays of up to :data:`INLINE_ENTRIES` entries are written in the JSON (float64 values round-trip
-exactly through ``repr``); larger ones go to ``FILE.arrays.npz`` beside it (``np.savez``, read back
-with ``allow_pickle=False``), named in the JSON and covered by the digest. Nothing is pickled.
+Arrays of up to :data:`INLINE_ENTRIES` entries are written in the JSON (``{"shape", "data"}``:
+float64 values round-trip exactly through ``repr``; ``{"shape", "exact"}``: rational strings);
+larger ones go to ``FILE.arrays.npz`` beside it (float64, or an ASCII string array for exact
+values; ``np.savez``, read back with ``allow_pickle=False``), named in the JSON and covered by the
+digest. Nothing is pickled.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import verify
 from .cgf import Dirac, Empirical, Gaussian, GaussianMixture2, Laplace, UniformCube
 from .errors import InputError
+from .verify import FORMAT, digest
 
 __all__ = ["INLINE_ENTRIES", "decide_certificate", "gram_certificate_record", "screen_certificate",
            "matrix_certificate", "write_certificate"]
@@ -44,11 +56,40 @@ def _q(v: Any) -> str:
     return str(v)
 
 
+def _num(v: Any) -> Any:
+    """One coordinate, exactly: a double as a JSON number (``repr`` round-trips), else a rational string."""
+    return float(v) if isinstance(v, float) else str(Fraction(v))
+
+
+def _exact(rows: Iterable[Sequence[Fraction]], shape: tuple[int, ...]) -> np.ndarray:
+    """Values given that are not all doubles, as an ASCII array of exact rational strings (``b"1/10"``)."""
+    try:
+        flat = [str(Fraction(v)) for row in rows for v in row]
+    except ValueError as exc:  # an integer beyond Python's 4300-digit str conversion limit
+        raise InputError(f"certificate: a value given has too many digits to write exactly ({exc})") from None
+    return np.array(flat, dtype="S").reshape(shape)
+
+
+def _atoms(m: Empirical) -> np.ndarray:
+    """The distinct atoms: float64 when they are the values given, else their exact values."""
+    if not m.rounded:
+        return np.asarray(m.atoms, dtype=np.float64)
+    return _exact(m.rational_atoms(), m.atoms.shape)
+
+
+def _heads(heads: Any) -> dict[str, np.ndarray]:
+    """``Q`` and ``b``: float64 when they are the values given, else their exact values."""
+    if not heads.rounded:
+        return {"Q": np.asarray(heads.Q, dtype=np.float64), "b": np.asarray(heads.b, dtype=np.float64)}
+    H = heads.count
+    return {"Q": _exact((row for h in range(H) for row in heads.rational_Q(h)), heads.Q.shape),
+            "b": _exact((heads.rational_b(h) for h in range(H)), heads.b.shape)}
+
+
 def _law(m: Any) -> dict[str, Any]:
     """A law as exact values: the verifier's inputs."""
     if isinstance(m, Empirical):
-        return {"kind": "empirical", "atoms": np.asarray(m.atoms, dtype=np.float64),
-                "masses": [_q(v) for v in m.weights]}
+        return {"kind": "empirical", "atoms": _atoms(m), "masses": [_q(v) for v in m.weights]}
     if isinstance(m, Dirac):
         return {"kind": "dirac", "point": [_q(v) for v in m.point]}
     if isinstance(m, UniformCube):
@@ -84,19 +125,25 @@ def decision_claim(cid: str, dec: Any, samples: list[int] | None = None) -> dict
 
 
 def gram_claim(cid: str, g: Any, samples: list[int] | None = None) -> dict[str, Any]:
-    """The claim of a :class:`~ntkcheck.ntk.gram_matrix.GramResult`: its certified lower bound, or ``none``."""
+    """The claim of a :class:`~ntkcheck.ntk.gram_matrix.GramResult`: its certified lower bound, its
+    exact singularity (two atoms every head scores alike), or ``none``."""
     c = g.certified
+    if c is not None and c.kind == "exactly-singular" and c.atoms is not None:
+        i, a, b = c.atoms
+        return {"id": cid, "kind": "gram-equal-scores", "sample": i if samples is None else samples[i],
+                "atoms": [a, b], "statement": c.detail}
     if c is None or not c.positive:
         why = "not attempted" if c is None else c.detail
         return {"id": cid, "kind": "none", "reason": f"the Gram is not certified positive ({why})"}
+    shifts = [] if c.shift is None or c.inputs_rounded else [c.shift]  # a carried-over bound's shift is the view's
     return {"id": cid, "kind": "gram-lower-bound", "lower_bound": c.lower_bound, "route": c.kind, "bits": c.bits,
-            "shifts": [] if c.shift is None else [c.shift], "samples": samples, "statement": c.detail}
+            "inputs_rounded": c.inputs_rounded, "shifts": shifts, "samples": samples, "statement": c.detail}
 
 
 def _base(verb: str, laws: list[Any], heads: Any, source: Any) -> dict[str, Any]:
     inputs: dict[str, Any] = {"laws": [_law(m) for m in laws]}
     if heads is not None:
-        inputs["heads"] = {"Q": np.asarray(heads.Q, dtype=np.float64), "b": np.asarray(heads.b, dtype=np.float64)}
+        inputs["heads"] = _heads(heads)
     return {"verb": verb, "source": _source(source), "inputs": inputs, "claims": []}
 
 
@@ -125,7 +172,7 @@ def _singular_claim(report: Any) -> dict[str, Any]:
                 "no standalone certificate"}
     return {"id": "gram", "kind": "gram-singular", "c": [_q(v) for v in weak.null_vector],
             "alpha": [_q(v) for v in weak.affine[0]],
-            "nu": [{"atom": [float(v) for v in atom], "mass": _q(mass)} for atom, mass in pred.nu]}
+            "nu": [{"atom": [_num(v) for v in atom], "mass": _q(mass)} for atom, mass in pred.nu]}
 
 
 def screen_certificate(report: Any, samples: Any, heads: Any = None, source: Any = None) -> dict[str, Any]:
@@ -140,7 +187,8 @@ def screen_certificate(report: Any, samples: Any, heads: Any = None, source: Any
         raise InputError("certificate: the heads of the screening are needed (pass heads=)")
     rec = _base("screen", laws, heads, source)
     rec["claims"] += [decision_claim("weak", report.weak), decision_claim("strong", report.strong)]
-    rec["claims"].append(_singular_claim(report) if report.outcome == "certified singular" else
+    exactly = report.gram.certified is not None and report.gram.certified.kind == "exactly-singular"
+    rec["claims"].append(_singular_claim(report) if report.outcome == "certified singular" and not exactly else
                          gram_claim("gram", report.gram))
     comp = report.complement
     if comp is not None and comp.gram is not None:
@@ -172,6 +220,8 @@ def matrix_certificate(cert: Any, matrix: Any, source: Any = None) -> dict[str, 
 def _refs(obj: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
     """``obj`` with its arrays replaced by inline ``{"shape", "data"}`` or ``{"npz": key}`` references."""
     if isinstance(obj, np.ndarray):
+        if obj.size <= INLINE_ENTRIES and obj.dtype.kind == "S":
+            return {"shape": list(obj.shape), "exact": [v.decode("ascii") for v in obj.reshape(-1)]}
         if obj.size <= INLINE_ENTRIES:
             return {"shape": list(obj.shape), "data": [float(v) for v in obj.reshape(-1)]}
         arrays[path] = obj
@@ -196,9 +246,9 @@ def write_certificate(path: str | Path, record: dict[str, Any]) -> Path:
     except PackageNotFoundError:  # pragma: no cover - a source tree without install
         made = "ntkcheck (not installed)"
     companion = out.with_name(out.name.removesuffix(".json") + ".arrays.npz") if arrays else None
-    full = {"format": verify.FORMAT, "verb": record["verb"], "created_by": made, "source": record.get("source"),
+    full = {"format": FORMAT, "verb": record["verb"], "created_by": made, "source": record.get("source"),
             "arrays": None if companion is None else companion.name, "inputs": inputs,
-            "digest": verify.digest(inputs, arrays), "claims": record["claims"]}
+            "digest": digest(inputs, arrays), "claims": record["claims"]}
     try:
         if companion is not None:
             np.savez(companion, **arrays)

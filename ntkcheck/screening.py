@@ -49,25 +49,32 @@ from typing import Any
 import numpy as np
 
 from ._records import plain, restore
-from ._report_text import crosscheck_lines, gram_lines, paragraphs, sample_lines, verdict_lines
+from ._report_text import (
+    bottom_sentences,
+    crosscheck_lines,
+    gram_lines,
+    paragraphs,
+    sample_lines,
+    verdict_lines,
+)
 from ._text import WIDTH, fit
 from .cgf import Empirical, as_laws
 from .errors import InputError
 from .independence.results import Decision, no_truth_value
 from .io.files import BUNDLED_DATA, bundled_path, load_samples
 from .io.heads import load_heads as load_heads  # re-exported: its historic home
-from .ntk._sizes import require_drawn_gram
+from .ntk import head_law as _head_law
 from .ntk.crosscheck import CrosscheckResult, crosscheck
-from .ntk.features import Heads, _atom_count, init_heads
+from .ntk.features import Heads, _atom_count
 from .ntk.gram_matrix import GramResult, certify_result, gram
+from .ntk.head_rank import default_head_count
+from .ntk.head_search import search_heads
 from .ntk.structure import DependenceStructure, dependence_structure
 from .ntk.useful_rate import (
     DEFAULT_MIN_RELATIVE_LAMBDA,
     SlowMode,
-    below_rate_sentences,
     check_min_relative_lambda,
     near_dependency,
-    rounding_notes,
     slow_mode,
     useful_rate,
 )
@@ -94,11 +101,6 @@ OUTCOMES: tuple[str, ...] = ("disagrees", "certified positive", "certified posit
 CERTIFY_MAX_BITS = 512
 
 
-def default_head_count(M: int, d: int) -> int:
-    """``ceil(4 M / d)`` heads: ``H d >= 4 M``, rank room for a Monte Carlo estimate of a
-    mean-field :math:`\\rho` (the Gram has rank at most ``H d``, so ``H d >= M`` at least).
-    ``M`` counts the rows of the Gram: distinct atoms, summed over the samples."""
-    return max(1, math.ceil(4 * M / d))
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,8 @@ class ScreenReport:
     slow_mode: SlowMode | None = None
     #: the heads screened (not written by :meth:`to_dict`; a certificate file records them)
     drawn_heads: Heads | None = field(default=None, repr=False, compare=False)
+    head_law: Any = None  # HeadLawBound: lambda_min of the head law's NTK, with its probability
+    head_search: Any = None  # HeadSearch: how many heads were drawn and why
 
     # a dataclass is always truthy: ``if screen(...):`` would read a dependent verdict as success
     __bool__ = no_truth_value
@@ -191,7 +195,7 @@ class ScreenReport:
 
     def _bottom_parts(self) -> tuple[str, str, str]:
         """The data, training and next-step sentences of :attr:`bottom_line`."""
-        return _bottom_sentences(self)
+        return bottom_sentences(self)
 
     @property
     def summary(self) -> str:
@@ -231,6 +235,8 @@ class ScreenReport:
             "source": self.source,
             "min_relative_lambda": self.min_relative_lambda,
             "slow_mode": None if self.slow_mode is None else self.slow_mode.to_dict(),
+            "head_law": None if self.head_law is None else self.head_law.to_dict(),
+            "head_search": None if self.head_search is None else self.head_search.to_dict(),
             "bottom_line": self.bottom_line,
         }
 
@@ -268,97 +274,6 @@ class ScreenReport:
 # ----------------------------------------------------------------------------- the report's text
 
 
-def _bottom_sentences(report: ScreenReport) -> tuple[str, str, str]:
-    """The three sentences of :attr:`ScreenReport.bottom_line` (data, training, next step),
-    from the first case that applies: too few heads, disagreement, independent, dependent,
-    inconclusive."""
-    g = report.gram
-    n = len(report.samples)
-    data = (f"Data: {report.source}." if report.source else
-            f"Data: {n} samples, {g.atoms} distinct atoms in d = {g.dim}, screened with H = {g.heads} heads.")
-    if g.rank_deficient_by_size:
-        meaning = (f"Training: nothing can be said yet: with H d = {g.heads * g.dim} < M = {g.atoms} the "
-                   "Gram is singular by rank whatever the data.")
-        nxt = f"Next: rerun with at least {math.ceil(g.atoms / g.dim)} heads (the default draws 4 M / d)."
-        return data, meaning, nxt
-    if report.outcome == "disagrees":
-        meaning = ("Training: nothing can be concluded: the Gram and seed 003 Prop. 8 disagree on these data "
-                   "(the CGF verdict and the spectrum contradict each other), so neither can be trusted here.")
-        nxt = "Next: rerun with more heads or another seed; if it persists, report the data."
-        return data, meaning, nxt
-    if g.status == "singular" and g.certified is not None:
-        meaning = (f"Training: the Gram on these heads is singular, proved in exact arithmetic ({g.certified.detail}): "
-                   "gradient flow from FixUp cannot move the residual along its kernel, whatever the targets.")
-        nxt = ("Next: draw the heads from a law with a density (seed 003 Prop. 8 needs a head law whose support "
-               "contains an open set) or change the heads file, and rerun.")
-        return data, meaning, nxt
-    if report.outcome == "certified positive, below a useful rate":
-        return (data, *below_rate_sentences(g, report.min_relative_lambda, report.slow_mode,
-                                            rounding_notes(report.decision_notes)))
-    if report.weak.independent:
-        return (data, *_independent_sentences(report))
-    if report.weak.dependent:
-        return (data, *_dependent_sentences(report))
-    meaning = ("Training: not certified either way: the CGF decision is inconclusive; the Gram is "
-               f"{g.status_text()} (what was seen, not a proof).")
-    nxt = "Next: call ntkcheck.decide on the samples with a larger time budget or precision, and inspect its trail."
-    return data, meaning, nxt
-
-
-def _independent_sentences(report: ScreenReport) -> tuple[str, str]:
-    """What a certified weakly independent verdict means for training, and what to do next
-    (train, or certify the Gram first: how far to trust its ``lambda_min``)."""
-    g = report.gram
-    how = (f"certified: {g.certified.how}" if g.certified_positive and g.certified else
-           "positive in float64 only, not certified" if g.positive else f"not established ({g.status})")
-    meaning = (f"Training: the CGFs are certified weakly independent, so the NTK at FixUp is injective "
-               f"(seed 003 Prop. 8); the Gram on these heads is positive ({how}), lambda_0 = "
-               f"{report.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on the "
-               "per-token loss decays at least at that rate.")
-    nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
-           "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold)."
-           if g.certified_positive else
-           "Next: certify the Gram (certify=True, or the command line without --no-certify) before "
-           "relying on its lambda_min; then certify the rate with `ntkcheck flow`."
-           if g.positive else
-           "Next: certify the Gram (certify=True, or the command line without --no-certify) or use more "
-           "heads before relying on a rate.")
-    return meaning, nxt
-
-
-def _dependent_sentences(report: ScreenReport) -> tuple[str, str]:
-    """What a certified dependency means for training (a kernel only when the supports
-    overlap), and what to do next, with the samples outside the dependency."""
-    g, cc = report.gram, report.crosscheck
-    inv = list(report.involved)
-    st = report.structure
-    named = st.lines()[0] if (st is not None and st.lines()) else f"samples {inv} are dependent"
-    if cc.statement == "necessity":
-        k = g.kernel_observed
-        meaning = (f"Training: {named}; the dependency is certified and the samples share atoms, so the "
-                   f"NTK at FixUp has a kernel ({'observed dimension ' + str(k) if k is not None else 'seen'}"
-                   f", cross-check {cc.agreement}): gradient flow cannot move the residual along it near "
-                   "initialisation (a plateau), whatever the targets.")
-    else:
-        meaning = (f"Training: {named} (certified), but Prop. 8 predicts a kernel only when the supports "
-                   f"overlap ({cc.overlap}); the Gram is {g.status_text()}.")
-    comp = report.complement
-    rest = ""
-    if report.complement_indices:
-        seen = "not cross-checked" if comp is None else f"cross-check {comp.agreement}"
-        if comp is not None and comp.gram is not None:
-            seen += f", Gram {comp.gram.status_text()}"
-        rest = f" Samples {list(report.complement_indices)} alone: {seen}."
-    if cc.statement != "necessity" and g.positive:
-        nxt = ("Next: the NTK is positive on these heads despite the dependency (the converse of Prop. 8 "
-               "needs overlapping supports): training proceeds as in the independent case; certify the "
-               f"rate with `ntkcheck flow`.{rest}")
-    else:
-        nxt = (f"Next: remove or change one of samples {inv} (a copy, translate or product of the others "
-               f"adds no direction to the NTK) and rerun.{rest}")
-    return meaning, nxt
-
-
 def _report_table(report: ScreenReport, *, title: str | None, extra: tuple[str, ...]) -> str:
     """:meth:`ScreenReport.table`: its sections in order, then ``extra``, the notes and the
     bottom line, fitted to :data:`~ntkcheck._text.WIDTH` columns."""
@@ -377,6 +292,26 @@ def _report_table(report: ScreenReport, *, title: str | None, extra: tuple[str, 
     return fit(out, WIDTH)
 
 
+def _complement_check(laws: list[Empirical], hs: Heads, weak: Any, st: DependenceStructure, *, certify: bool,
+                      max_bits: int, progress: bool, spectrum: str) -> tuple[Any, tuple[int, ...], list[str]]:
+    """The cross-check on the samples outside a certified dependency (what the init scales change),
+    their indices, and a note when ``H d`` is below their atom count."""
+    if not (weak.dependent and weak.null_vector is not None):
+        return None, (), []
+    involved = {i for r in st.relations for i, ci in enumerate(r.c) if ci != 0}
+    involved |= {i for i, ci in enumerate(weak.null_vector) if ci != 0}
+    comp_idx = tuple(i for i in range(len(laws)) if i not in involved)
+    if not comp_idx:
+        return None, (), []
+    sub = [laws[i] for i in comp_idx]
+    if hs.count * laws[0].dim < _atom_count(sub):
+        return None, comp_idx, [f"samples {list(comp_idx)} not cross-checked separately: H d < their atom count"]
+    g_sub = gram(sub, hs, progress=progress, spectrum=spectrum)
+    if certify and g_sub.positive:
+        g_sub = certify_result(sub, hs, g_sub, max_bits=max_bits, progress=progress)
+    return crosscheck(sub, hs, gram_result=g_sub, certify=certify, progress=progress), comp_idx, []
+
+
 def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[SampleSummary, ...]:
     out = []
     for i, law in enumerate(laws):
@@ -392,7 +327,7 @@ def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[Sample
 def screen(
     samples: Any = None,
     *,
-    heads: int | Heads | None = None,
+    heads: int | str | Heads | None = None,
     q_scale: float = 1.0,
     b_scale: float = 1.0,
     seed: int = 0,
@@ -403,6 +338,9 @@ def screen(
     progress: bool = False,
     source: str | None = None,
     min_relative_lambda: float = DEFAULT_MIN_RELATIVE_LAMBDA,
+    delta: float = 1e-6,
+    head_law_seconds: float | None = None,
+    spectrum: str = "extremal",
 ) -> ScreenReport:
     r"""Screen token data at FixUp initialisation.
 
@@ -412,10 +350,11 @@ def screen(
         Arrays are turned into laws once (:func:`~ntkcheck.cgf.empirical.as_laws`): the Gram,
         the verdicts and the structure report all see distinct atoms with their masses.
         None screens the bundled example (:data:`BUNDLED_DATA`).
-    heads : int, Heads or None
+    heads : int, "auto", Heads or None
         A head count drawn from the init spec (``q_scale``, ``b_scale``, ``dist``, ``seed``),
-        explicit heads, or None for :func:`default_head_count` (``H d >= 4 M``, ``M`` the
-        number of distinct atoms summed over the samples).
+        explicit heads, or ``"auto"``/None: from :func:`default_head_count` (rank room ``4 M`` for
+        the span of the atoms), doubled until the Gram is certified positive, or its kernel is the
+        head law's, or the budget is spent (:func:`~ntkcheck.ntk.head_search.search_heads`).
     depth_T : float
         Depth ``T`` of the model: the NTK and :math:`\lambda_0` scale by ``T``.
     certify : bool
@@ -430,6 +369,13 @@ def screen(
         The smallest certified ``lambda_min / lambda_max`` called a useful rate (default
         ``1e-12``, :mod:`ntkcheck.ntk.useful_rate` says why; 0 turns the gate off): a Gram
         certified positive below it concludes ``"certified positive, below a useful rate"``.
+    delta, head_law_seconds : float
+        Failure probability and time budget of the certificate of the head law's NTK
+        (:func:`~ntkcheck.ntk.head_law.head_law_bound`; None: ``DEFAULT_SECONDS`` of that module,
+        20 s; 0 skips it).
+    spectrum : {"extremal", "full"}
+        Of :func:`~ntkcheck.ntk.gram_matrix.gram`: ``"full"`` keeps every eigenvalue (``M <= 4096``),
+        which :func:`plot_report` draws.
 
     Returns
     -------
@@ -451,43 +397,22 @@ def screen(
     if not (isinstance(depth_T, (int, float)) and math.isfinite(depth_T) and depth_T > 0):
         raise InputError(f"depth_T: expected a positive number, got {depth_T!r}")
     min_relative_lambda = check_min_relative_lambda(min_relative_lambda)
-    M, d = _atom_count(laws), laws[0].dim
-    if isinstance(heads, Heads):
-        hs = heads
-        spec = "given"
-    else:
-        H = default_head_count(M, d) if heads is None else heads
-        if not isinstance(H, (int, np.integer)) or H < 1:
-            raise InputError(f"heads: expected a positive integer, Heads or None, got {heads!r}")
-        require_drawn_gram(laws, H)  # the heads and the Gram, before the heads are drawn
-        hs = init_heads(int(H), d, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)  # type: ignore[arg-type]
-        spec = f"{dist}, q_scale {q_scale:g}, b_scale {b_scale:g}, seed {seed}"
+    spec = "given" if isinstance(heads, Heads) else f"{dist}, q_scale {q_scale:g}, b_scale {b_scale:g}, seed {seed}"
     weak = decide(laws, property="weak")
     strong = decide(laws, property="strong")
     st = dependence_structure(laws, weak=weak)
-    g = gram(laws, hs, progress=progress)
-    cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st)
-    # certify what float64 sees positive, and what it cannot resolve where no kernel is predicted
-    # (a Gram that Prop. 8 proves singular is never certified positive: nothing to try)
-    if certify and (g.positive or (cc.statement != "necessity" and st.predicted_kernel == 0)):
-        g = certify_result(laws, hs, g, max_bits=max_bits, progress=progress)
-        cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st)
-    complement = None
-    comp_idx: tuple[int, ...] = ()
-    notes: list[str] = []
-    if weak.dependent and weak.null_vector is not None:
-        involved = {i for r in st.relations for i, ci in enumerate(r.c) if ci != 0}
-        involved |= {i for i, ci in enumerate(weak.null_vector) if ci != 0}
-        comp_idx = tuple(i for i in range(len(laws)) if i not in involved)
-        if comp_idx:
-            sub = [laws[i] for i in comp_idx]
-            if hs.count * d >= _atom_count(sub):
-                g_sub = gram(sub, hs, progress=progress)
-                if certify and g_sub.positive:
-                    g_sub = certify_result(sub, hs, g_sub, max_bits=max_bits, progress=progress)
-                complement = crosscheck(sub, hs, gram_result=g_sub, certify=certify, progress=progress)
-            else:
-                notes.append(f"samples {list(comp_idx)} not cross-checked separately: H d < their atom count")
+    # the heads and their Gram, certified where sensible (never where a kernel is predicted)
+    hsr = search_heads(laws, heads, structure=st, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed,
+                       certify=certify, max_bits=max_bits, progress=progress,
+                       spectrum=spectrum)
+    hs, g = hsr.heads, hsr.gram
+    hl_s = _head_law.DEFAULT_SECONDS if head_law_seconds is None else head_law_seconds
+    hl = (_head_law.head_law_bound(laws, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed, delta=delta,
+                                   seconds=hl_s, pilot=g.lambda_min if g.positive else None, structure=st,
+                                   span=hsr.span) if hl_s and not isinstance(heads, Heads) else None)
+    cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st, heads_kernel=hsr.kernel, head_law=hl)
+    complement, comp_idx, notes = _complement_check(laws, hs, weak, st, certify=certify, max_bits=max_bits,
+                                                    progress=progress, spectrum=spectrum)
     return ScreenReport(
         samples=_summaries(laws, weak.null_vector if weak.dependent else None),
         heads=spec,
@@ -504,6 +429,8 @@ def screen(
         min_relative_lambda=min_relative_lambda,
         slow_mode=slow_mode(laws, hs) if useful_rate(g, min_relative_lambda) is False else None,
         drawn_heads=hs,
+        head_law=hl,
+        head_search=hsr,
     )
 
 

@@ -29,3 +29,14 @@ def _reset_mpmath_precision():
     mpmath.mp.dps = 15
     yield
     mpmath.mp.dps = 15
+
+
+@pytest.fixture(autouse=True)
+def _short_head_law_budget(monkeypatch):
+    """``screen`` and ``gram`` certify the head law's NTK within ``DEFAULT_SECONDS`` (20 s) unless told
+    otherwise; the suite runs them with 1 s, so the code path runs everywhere (usually it reports the
+    heads a positive bound would need) without costing minutes. The tests of the head law pass their
+    own budget or head count."""
+    from ntkcheck.ntk import head_law
+
+    monkeypatch.setattr(head_law, "DEFAULT_SECONDS", 1.0)

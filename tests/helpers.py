@@ -405,3 +405,38 @@ def ref_features(samples, Q, b, dps: int) -> list:
                     w = mpmath.sqrt(m / H)
                     out.extend(w * mpmath.fsum(ek * y[c] for ek, (y, _) in zip(e, pts)) / Z for c in range(d))
         return out
+
+
+# Reference for the head law's NTK in d = 1 (tests/ntk/test_head_law.py), from the definition
+# (theory/ntk-head-law.md): K_rho[(i,a),(j,b)] = sqrt(m_ia m_jb) E[phi_ia(q, b) phi_jb(q, b)] with
+# (q, b) ~ N(0, s_q^2) x N(0, s_b^2), phi the softmax mean of the sample's atoms with scores
+# (q x + b) z + log m_z. Written with numpy and scipy only: it must not call ntkcheck.
+
+
+def head_law_kernel_1d(samples, masses, q_scale, b_scale, nq, nb):
+    """``K_rho`` by a tensor Gauss-Hermite rule with ``nq`` nodes in ``q`` and ``nb`` in ``b``."""
+    from scipy.special import logsumexp, roots_hermite
+
+    xq, wq = roots_hermite(nq)
+    xb, wb = roots_hermite(nb)
+    q, b = np.sqrt(2.0) * q_scale * xq, np.sqrt(2.0) * b_scale * xb
+    W = np.outer(wq, wb) / np.pi  # E f(q, b) = sum W f(sqrt 2 s_q x, sqrt 2 s_b y) / pi
+    feats, roots = [], []
+    for X, m in zip(samples, masses, strict=True):
+        X, m = np.asarray(X, dtype=float), np.asarray(m, dtype=float)
+        for a, xa in enumerate(X):
+            s = (q[:, None, None] * xa + b[None, :, None]) * X[None, None, :] + np.log(m)
+            feats.append(np.exp(s - logsumexp(s, axis=2, keepdims=True)) @ X)
+            roots.append(np.sqrt(m[a]))
+    Fe = np.array(feats)
+    return np.einsum("ikl,jkl,kl->ij", Fe, Fe, W) * np.outer(roots, roots)
+
+
+def head_law_lambda_min_1d(samples, masses, q_scale, b_scale, nq=100, nb=2000):
+    """(lambda_min of K_rho, an error estimate): the rule with twice the nodes in each variable, and the
+    spectral norm of its difference with the coarser rule (Weyl: the eigenvalues move by at most
+    that much; a Gauss-Hermite rule converging geometrically has its error below the difference)."""
+    K1 = head_law_kernel_1d(samples, masses, q_scale, b_scale, nq, nb)
+    K2 = head_law_kernel_1d(samples, masses, q_scale, b_scale, 2 * nq, 2 * nb)
+    lam = float(np.linalg.eigvalsh((K2 + K2.T) / 2)[0])
+    return lam, float(np.linalg.norm(K2 - K1, 2)) + 1e-15

@@ -19,7 +19,7 @@ PKG = Path(__file__).resolve().parents[1] / "ntkcheck"
 #: component -> layer (lowest first). A component is a top-level module or subpackage.
 LAYERS: dict[str, int] = {
     "errors": 0, "_budget": 0, "_progress": 0, "_text": 0, "_precision": 0,
-    "verify": 0,  # the standalone certificate verifier: imports nothing of the package
+    "verify": 0,  # the standalone certificate verifier (a package): imports nothing of the rest of ntkcheck
     "_validate": 1, "_records": 1, "_memory": 1,
     "cgf": 2,
     "independence": 3,
@@ -160,6 +160,40 @@ def test_the_checker_sees_a_planted_cycle_and_an_upward_import():
     assert up == ["ntkcheck.ntk"]
     # and ntk imports cgf, so the planted edge closes a cycle
     assert any(_component(t) == "cgf" for m in MODULES if _component(m) == "ntk" for t in GRAPH[m])
+
+
+#: what the standalone verifier may import besides the standard library and its own modules
+VERIFIER_IMPORTS = {"numpy", "mpmath", "flint"}
+
+
+def _verifier_imports_outside(source: str) -> list[str]:
+    """Imports in the source of a module of ``ntkcheck/verify/`` that leave the verifier: a relative import above its
+    own package, or an absolute one that is neither the standard library nor numpy, mpmath, flint."""
+    import sys
+
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            if node.level > 1:
+                bad.append(f"{'.' * node.level}{node.module or ''}")
+            continue
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        bad += [n for n in names if n.split(".")[0] not in VERIFIER_IMPORTS | set(sys.stdlib_module_names)]
+    return bad
+
+
+def test_the_verifier_imports_nothing_of_the_package():
+    """``ntkcheck/verify/`` runs without the package (``import verify`` with ``ntkcheck/`` on the path):
+    its modules import one another by relative imports, and otherwise only the standard library,
+    numpy, mpmath and python-flint (statically here; at run time in tests/test_verify.py)."""
+    mods = [p for m, p in MODULES.items() if _component(m) == "verify"]
+    assert len(mods) >= 5 and all(p.parent.name == "verify" for p in mods)
+    bad = {p.name: b for p in mods if (b := _verifier_imports_outside(p.read_text()))}
+    assert not bad, f"the verifier imports outside itself: {bad}"
+    # the checker itself can fail: an import of the package, relative or absolute, or of sympy is reported
+    planted = "from .. import errors\nimport ntkcheck.cgf\nfrom ._common import digest\nimport sympy, json\n"
+    assert _verifier_imports_outside(planted) == ["..", "ntkcheck.cgf", "sympy"]
 
 
 def test_no_module_is_long():

@@ -92,6 +92,13 @@ def test_cli_gram_json_and_heads_file(capsys, tmp_path):
     assert cli.main(["gram", str(data), "--json", "--heads-file", str(hf)]) == 0
     d = json.loads(capsys.readouterr().out)
     ref = gram(S, load_heads(hf))
+    # the default spectrum is extremal: lambda_min (with its Lanczos tolerance) and lambda_max only
+    assert d["heads"] == 30 and d["tokens"] == 28 and d["eigenvalues"] is None
+    assert d["lambda_min_tolerance"] == ref.lambda_min_tolerance and 0 < ref.lambda_min_tolerance < 1e-6 * ref.lambda_min
+    assert d["lambda_min"] == ref.lambda_min and d["lambda_max"] == ref.lambda_max
+    assert cli.main(["gram", str(data), "--json", "--heads-file", str(hf), "--spectrum", "full"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    ref = gram(S, load_heads(hf), spectrum="full")
     assert d["heads"] == 30 and d["tokens"] == 28 and len(d["eigenvalues"]) == 28
     # the same computation through the CLI and the API: identical floats after JSON
     assert d["lambda_min"] == ref.lambda_min and d["lambda_max"] == ref.lambda_max

@@ -80,7 +80,7 @@ def _toolkit_spectrum(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray) -
     """All eigenvalues (ascending) of the NTK Gram computed by ``ntkcheck.ntk.gram_matrix``."""
     _g = importlib.import_module("ntkcheck.ntk.gram_matrix")
     _f = importlib.import_module("ntkcheck.ntk.features")
-    res = _g.gram(samples, _f.Heads(Q, b))
+    res = _g.gram(samples, _f.Heads(Q, b), spectrum="full")
     return np.sort(np.asarray(res.eigenvalues, dtype=np.float64))
 
 

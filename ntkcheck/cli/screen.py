@@ -29,6 +29,7 @@ from ._args import (
     emit_json,
     exit_epilog,
     nonnegative_float,
+    positive_float,
     positive_int,
     seed_int,
 )
@@ -39,11 +40,31 @@ _PATH_HELP = (".npy (n, N, d) or .npz (sample_0, sample_1, ...) token file (defa
               "screen_default.npz: 4 random samples and a product triple that makes the Gram singular)")
 
 
+def _heads_arg(x: str) -> int | str:
+    """``--heads``: a positive integer or ``auto``."""
+    return "auto" if x == "auto" else positive_int(x)
+
+
+def _probability(x: str) -> float:
+    """``--delta``: a number in (0, 1)."""
+    v = positive_float(x)
+    if v >= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a probability in (0, 1), got {x!r}")
+    return v
+
+
 def _head_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", nargs="?", default=None, help=_PATH_HELP)
-    p.add_argument("--heads", type=positive_int, default=None,
-                   help="number of heads H (default: ceil(4 M / d), so that H d >= 4 M; M = distinct atoms "
-                   "summed over the samples)")
+    p.add_argument("--heads", type=_heads_arg, default=None,
+                   help="number of heads H, or auto (default): start where the Gram's rank bound r + (H - 1) A "
+                   "(r: dimension of the span of the atoms, A: of their differences within samples) reaches 4 M, "
+                   "and double until the Gram is certified positive, or its kernel is the head law's, or the "
+                   "budget is spent")
+    p.add_argument("--delta", type=_probability, default=1e-6,
+                   help="failure probability of the head-law certificate, over the heads it draws (default 1e-6)")
+    p.add_argument("--head-law-seconds", type=nonnegative_float, default=None, metavar="SECONDS",
+                   help="time budget of the certificate of the head law's NTK K_rho, lambda_min(K_rho) bounded "
+                   "with probability >= 1 - delta (default 20; 0 skips it)")
     p.add_argument("--q-scale", type=nonnegative_float, default=None,
                    help="scale of the Q entries: the standard deviation (--dist gaussian) or half-width "
                    "(--dist uniform) of each entry of Q_h (default 1)")
@@ -65,6 +86,10 @@ def _head_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--certificate-out", metavar="FILE.json", default=None,
                    help="write the certificates (the inputs and what a verifier needs) to FILE.json, re-checked by "
                    "`python -m ntkcheck.verify FILE.json`")
+    p.add_argument("--spectrum", choices=("extremal", "full"), default="extremal",
+                   help="extremal: lambda_min and lambda_max by Cholesky + Lanczos, every eigenvalue only where the "
+                   "kernel is counted (lambda_min near the rounding floor); full: every eigenvalue (up to 4096 "
+                   "atoms; default extremal, full with --plot)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/<command>/1)")
     add_progress_options(p, "Gram features, atoms x heads")
 
@@ -149,8 +174,8 @@ def _path(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def _heads_for(args: argparse.Namespace, laws: list) -> Any:
-    from ..ntk.features import _atom_count, init_heads
-    from ..screening import default_head_count, load_heads
+    """The heads of ``--heads-file``, else the count of ``--heads`` (or ``"auto"``)."""
+    from ..screening import load_heads
 
     d = laws[0].dim
     if args.heads_file is not None:
@@ -158,9 +183,7 @@ def _heads_for(args: argparse.Namespace, laws: list) -> Any:
         if h.dim != d:
             raise InputError(f"{args.heads_file}: heads have dimension {h.dim}, the tokens have dimension {d}")
         return h
-    M = _atom_count(laws)
-    H = args.heads if args.heads is not None else default_head_count(M, d)
-    return init_heads(H, d, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed)
+    return args.heads
 
 
 def run(args: argparse.Namespace) -> int:
@@ -173,17 +196,19 @@ def run(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.depth_T) and args.depth_T > 0):
         raise InputError(f"--depth-t: expected a positive number, got {args.depth_T}")
     # explicit heads from a file; otherwise let screen() draw them so the report names the init spec
-    heads = _heads_for(args, samples) if args.heads_file is not None else args.heads
+    heads = _heads_for(args, samples)
     report = screen(samples, heads=heads, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed,
                     depth_T=args.depth_T, certify=not args.no_certify, progress=progress_enabled(args),
-                    source=BUNDLED_DATA if args.path is None else None, min_relative_lambda=args.min_relative_lambda)
+                    source=BUNDLED_DATA if args.path is None else None, min_relative_lambda=args.min_relative_lambda,
+                    delta=args.delta, head_law_seconds=args.head_law_seconds,
+                    spectrum="full" if args.plot else args.spectrum)
     if args.certificate_out:
         from ..certificate_files import screen_certificate, write_certificate
 
         write_certificate(args.certificate_out, screen_certificate(report, samples, source=path))
     if args.plot:
         plot_report(report, samples, args.plot)
-    thm85 = _thm85(args, samples) if args.thm85 else None
+    thm85 = _thm85(args, samples, report.head_search.heads) if args.thm85 else None
     code = _EXIT[report.outcome]
     if args.json:
         d = structured(report.to_dict())
@@ -209,11 +234,10 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _thm85(args: argparse.Namespace, laws: list) -> dict[str, Any]:
+def _thm85(args: argparse.Namespace, laws: list, h: Any) -> dict[str, Any]:
     """Seed 002 Thm. 8.5's lambda_0 and Lambda at FixUp for the screen's heads (ntkcheck.dynamics.lipschitz)."""
     from ..dynamics.lipschitz import readout_ntk_fixup
 
-    h = _heads_for(args, laws)
     ev = readout_ntk_fixup(laws, h.Q, h.b, T=args.depth_T)
     return {"lambda_0": float(ev[0]), "lambda_max_0": float(ev[-1]), "loss": "readout", "heads": "shared over depth",
             "depth_T": float(args.depth_T),
@@ -243,7 +267,7 @@ _GRAM_EXIT = {"certified positive": EXIT_OK, "singular by a named structure": EX
 def run_gram(args: argparse.Namespace) -> int:
     from ..ntk.crosscheck import KernelComparison, subspace_residual
     from ..ntk.features import _features
-    from ..ntk.gram_matrix import certify_result, gram
+    from ..ntk.head_search import search_heads
     from ..ntk.structure import dependence_structure
     from ..ntk.useful_rate import slow_mode
     from ..screening import CERTIFY_MAX_BITS
@@ -252,20 +276,18 @@ def run_gram(args: argparse.Namespace) -> int:
     _resolve_head_options(args)
     path, label = _path(args)
     laws = as_laws(load_samples(path))
-    heads = _heads_for(args, laws)
-    progress = progress_enabled(args)
-    res = gram(laws, heads, progress=progress)
-    st = kc = None
-    if not args.no_structure:
-        st = dependence_structure(laws)
-    # the route of screen: certify what float64 sees positive, and what it cannot resolve where no
-    # named structure proves a kernel (a Gram proved singular is never certified positive)
-    if not args.no_certify and (res.positive or st is None or st.predicted_kernel == 0):
-        res = certify_result(laws, heads, res, max_bits=CERTIFY_MAX_BITS, progress=progress)
+    st = None if args.no_structure else dependence_structure(laws)
+    search = search_heads(laws, _heads_for(args, laws), structure=st, q_scale=args.q_scale, b_scale=args.b_scale,
+                          dist=args.dist, seed=args.seed, certify=not args.no_certify,
+                          max_bits=CERTIFY_MAX_BITS, progress=progress_enabled(args),
+                          spectrum=args.spectrum)
+    heads, res = search.heads, search.gram
+    hl = _head_law(args, laws, search, st)
+    kc = None
     if st is not None:
         sub = (None if st.kernel_basis is None else
                subspace_residual(_features(laws, heads), st.kernel_basis, math.sqrt(res.lambda_max)))
-        kc = KernelComparison.of(st, res, sub)
+        kc = KernelComparison.of(st, res, sub, search.kernel)
     conclusion = _gram_conclusion(res, st, args.min_relative_lambda)
     slow = slow_mode(laws, heads) if conclusion == "certified positive, below a useful rate" else None
     code = _GRAM_EXIT.get(conclusion, EXIT_INCONCLUSIVE)
@@ -279,17 +301,33 @@ def run_gram(args: argparse.Namespace) -> int:
         d["path"] = str(path)
         d["structure"] = None if st is None else st.to_dict()
         d["kernel"] = None if kc is None else kc.to_dict()
+        d["head_law"] = None if hl is None else hl.to_dict()
+        d["head_search"] = search.to_dict()
         d["outcome"] = {"exit_code": code, "conclusion": conclusion, "min_relative_lambda": args.min_relative_lambda,
                         "slow_mode": None if slow is None else slow.to_dict()}
         d["certificate_out"] = args.certificate_out
         emit_json("gram", d)
         return code
     lines = gram_lines(res, st, kc, label)
+    lines.insert(3, f"  head count          {search.sentence()}")
     lines.append(f"  conclusion          {conclusion}" + (f" (relative {args.min_relative_lambda:g} required)"
                                                           if "below" in conclusion else ""))
     if slow is not None:
         lines.append(f"  near-dependency     {slow.sentence()}")
     if args.certificate_out:
         lines.append(f"  certificates        written to {args.certificate_out} (python -m ntkcheck.verify FILE)")
-    print(fit(lines))
+    print(fit(lines + ([] if hl is None else hl.report_lines())))
     return code
+
+
+def _head_law(args: argparse.Namespace, laws: list, search: Any, st: Any) -> Any:
+    """The certificate of the head law's NTK for ``gram`` (None with --head-law-seconds 0 or a heads file)."""
+    from ..ntk import head_law
+
+    seconds = head_law.DEFAULT_SECONDS if args.head_law_seconds is None else args.head_law_seconds
+    if not seconds or args.heads_file is not None:
+        return None
+    g = search.gram
+    return head_law.head_law_bound(laws, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed,
+                                   delta=args.delta, seconds=seconds, pilot=g.lambda_min if g.positive else None,
+                                   structure=st, span=search.span)

@@ -136,8 +136,8 @@ def enclosure(client: Any, G: Tiles, w_parts: dict[tuple[int, int], tuple[np.nda
 
 def smallest_eigenvalue(solve: Callable[[np.ndarray], np.ndarray], n: int) -> float | None:
     """Float estimate of lambda_min from solves with the factored matrix, as the serial route
-    makes it (:meth:`~ntkcheck.ntk._rounding.SymmetricWork.smallest_eig_estimate`): the dense
-    inverse up to ``n = 256``, else ARPACK on the inverse (``tol = 1e-6``, the serial starting
+    makes it (:func:`~ntkcheck.ntk._extremal.smallest`, whose Lanczos is tighter: ``tol = 1e-10``):
+    the dense inverse up to ``n = 256``, else ARPACK on the inverse (``tol = 1e-6``, a fixed starting
     vector), else 20 steps of inverse iteration; None when it is not positive."""
     if n <= 256:
         X = solve(np.eye(n))

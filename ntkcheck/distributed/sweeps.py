@@ -54,7 +54,7 @@ from .._text import fit
 from ..cgf import Empirical, as_laws
 from ..errors import InputError
 from ..io.files import load_samples
-from ..screening import screen
+from ..screening import default_head_count, screen
 from ._cluster import dask_client
 
 __all__ = ["SweepRow", "SweepResult", "sweep", "sweep_grid"]
@@ -259,8 +259,10 @@ def _task(laws: list[Empirical], file: str, heads: int | None, q: float, b: floa
           dist: str, certify: bool) -> SweepRow:
     """One screening; runs on a worker (or serially) on laws built once."""
     t0 = time.perf_counter()
+    # one fixed draw per cell (None: H d >= 4 M, not screen's doubling), no head-law certificate
+    H = heads if heads is not None else default_head_count(sum(law.n_atoms for law in laws), laws[0].dim)
     with _SCREEN_LOCK:
-        r = screen(laws, heads=heads, q_scale=q, b_scale=b, seed=seed, dist=dist, certify=certify)
+        r = screen(laws, heads=H, q_scale=q, b_scale=b, seed=seed, dist=dist, certify=certify, head_law_seconds=0)
     g, c = r.gram, r.complement
     cg = None if c is None else c.gram
     return SweepRow(

@@ -67,7 +67,7 @@ def _certify(run: _Run, dirs: list[tuple[Fraction, ...]], K: int) -> tuple[str, 
     bits = 53 if run.method == "float" else _first_bits(n, run.max_bits)
     top = 53 if run.method == "float" else run.max_bits
     prev: tuple[int, float] | None = None
-    first = True
+    predicted = False  # the precision was chosen from the approximate inverse's size (rank.bits_for)
     while True:
         run.budget.check(f"Arb certificate at {bits} bits, {label}")
         if not _rows_fit(run, dirs, K, bits, first=not run.bits):  # refused before any Arb step, else stop
@@ -86,9 +86,10 @@ def _certify(run: _Run, dirs: list[tuple[Fraction, ...]], K: int) -> tuple[str, 
             S = C.scale_rows(rows)
             if run.margin is None:
                 _screen(run, rows, S)
-            # at the top precision the rigorous inverse is always tried (the precheck only saves time)
-            cert, est = C.ball_attempt(rows, labels, bits, directions=dirs, K=K, scaled=S, precheck=bits < top,
-                                       budget=run.budget)
+            # at the top precision, and at a precision predicted from the last estimate, the rigorous
+            # inverse is tried at once (the precheck only saves time)
+            cert, est = C.ball_attempt(rows, labels, bits, directions=dirs, K=K, scaled=S,
+                                       precheck=bits < top and not predicted, budget=run.budget)
             if cert is not None:
                 return run.method, f"{bits} bits", cert
             run.trail.append(f"{label}: Arb at {bits} bits not certified")
@@ -105,10 +106,11 @@ def _certify(run: _Run, dirs: list[tuple[Fraction, ...]], K: int) -> tuple[str, 
         prev = (bits, size)
         if bits >= top:
             break
-        # the inverse is as large as the precision can show: the first step jumps by 4x
-        saturated = size > bits - 16
-        bits = min(top, bits * (4 if saturated and first else 2))
-        first = False
+        # the approximate inverse is as large as the entries' accuracy can show: its size says only
+        # "more", double; else it predicts the precision that certifies (rank.bits_for)
+        saturated = size > bits - C.SERIES_LOSS
+        predicted = not saturated
+        bits = min(top, bits * 2 if saturated else max(bits + 64, C.bits_for(size, n)))
     if guide is True:
         run.precision_exhausted = True  # full rank over Q, not resolved up to max_bits: more K will not help
     return None

@@ -49,6 +49,7 @@ __all__ = [
     "choose_columns",
     "ball_full_rank",
     "ball_attempt",
+    "bits_for",
     "modp_full_rank",
     "exact_nullspace",
     "qstr",
@@ -374,10 +375,11 @@ def ball_attempt(
     """Try to certify full row rank from Arb balls at ``prec`` bits.
 
     Returns ``(certificate or None, estimate)``; on failure ``estimate`` is ``log2`` of
-    the size of an approximate solution of the first candidate block (its inverse norm
-    at this precision, not rigorous: it only guides the precision ladder). With
-    ``precheck`` (blocks of at least :data:`PRECHECK_MIN_N` rows) the rigorous inverse
-    is skipped when that size exceeds the accuracy of the entries. With a ``budget``, each
+    the size of an approximate solution of the first candidate block for a fixed +-1
+    right-hand side (its inverse norm at this precision, not rigorous: it only guides the
+    precision ladder, :func:`bits_for`). With ``precheck`` (blocks of at least
+    :data:`PRECHECK_MIN_N` rows) the rigorous inverse is skipped when that size and Arb's
+    loss exceed the accuracy of the entries. With a ``budget``, each
     block's inversion is first estimated (:func:`~ntkcheck.independence._arb_cost.check_arb_inverse`)
     and :class:`~ntkcheck._budget.OutOfTime` raised when it would not fit in the time left.
     """
@@ -394,12 +396,12 @@ def ball_attempt(
             B = arb_mat(n, n, [rows[i][j] * rs[i] * cs[a] for i in range(n) for a, j in enumerate(cols)])
             if precheck and n >= PRECHECK_MIN_N:
                 # an approximate solve costs a fraction of the rigorous inverse: skip the inverse
-                # when the block's inverse is plainly larger than the entries' accuracy allows
+                # when the block's inverse is too large for the entries' accuracy and Arb's loss
                 size = _inverse_size_log2(B)
                 acc = _accuracy_log2(rows, cols, S)
                 if estimate is None:
                     estimate = size
-                if size is None or size + math.log2(n) + 8 > acc:
+                if size is None or size + _slack(size, n) > acc:
                     if size is None or size > acc + 32:
                         break  # far beyond this precision: another column choice will not rescue it
                     continue
@@ -431,11 +433,38 @@ def ball_attempt(
     return None, estimate
 
 
+#: Arb's loss in ``arb_mat.inv`` (a preconditioned solve), as a fraction of log2 ||B^-1||: measured on
+#: the uniform-cube Vandermonde blocks, n = 256 needs 101 < loss <= 229 bits at ||B^-1|| ~ 2^893, n = 128
+#: at most 51 bits at 2^435 (benchmarks/bench_decide.py)
+ARB_LOSS = 0.2
+#: bits lost building the coefficient balls before the block is formed (measured 26-37)
+SERIES_LOSS = 48
+
+
+def _slack(size: float, n: int) -> float:
+    """Bits beyond ``log2 ||B^-1||`` that ``arb_mat.inv`` needs to certify ``B`` (a guide, measured)."""
+    return max(math.log2(max(n, 2)) + 8.0, ARB_LOSS * size)
+
+
+def bits_for(size: float, n: int) -> int:
+    """The working precision expected to certify an ``n x n`` block whose inverse has size
+    ``2^size``: the size, Arb's loss (:func:`_slack`) and the coefficients' own loss, rounded up to 64."""
+    return 64 * math.ceil((size + _slack(size, n) + SERIES_LOSS) / 64)
+
+
+def _rhs(n: int) -> list[int]:
+    """A fixed +-1 right-hand side: its solution has size ``||B^-1||_2`` to within a few bits for
+    every block (the all-ones vector is special for Vandermonde-like blocks: 2^194 against 2^479 at
+    n = 128), so the estimate predicts the precision the block needs."""
+    return [1 if v else -1 for v in np.random.default_rng(12345).integers(0, 2, n)]
+
+
 def _inverse_size_log2(B: arb_mat) -> float | None:
-    """``log2 max |x|`` for the approximate solution of ``mid(B) x = 1`` (a guide, not a bound)."""
+    """``log2 max |x|`` for the approximate solution of ``mid(B) x = b``, ``b`` a fixed +-1 vector
+    (:func:`_rhs`; a guide, not a bound)."""
     n = B.nrows()
     try:
-        x = B.mid().solve(arb_mat(n, 1, [1] * n), algorithm="approx")
+        x = B.mid().solve(arb_mat(n, 1, _rhs(n)), algorithm="approx")
     except (ZeroDivisionError, ValueError):
         return None
     best = None

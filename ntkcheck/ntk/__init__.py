@@ -4,7 +4,10 @@ What lives here: heads and attention features (``features``), the Gram matrix on
 distinct atoms of each sample and its spectrum (``gram_matrix``) with its certificate (``certificate``: Arb, a preconditioned float64
 bound, or a verified Cholesky, each a rigorous lower bound on ``lambda_min``), the named dependence structures of a data set (``relations``, exact
 helpers in ``_exact``) with the Gram kernel they predict (``structure``), and the
-cross-check of the Gram against the CGF verdict, seed 003 Prop. 8 (``crosscheck``).
+cross-check of the Gram against the CGF verdict, seed 003 Prop. 8 (``crosscheck``), the rank
+of the Gram of ``H`` heads and the kernel it predicts (``head_rank``), the head count of a
+screening (``head_search``), and the certificate of the head law's NTK, ``H`` = infinity
+(``head_law``).
 
 May import: :mod:`ntkcheck.independence`, :mod:`ntkcheck.cgf` and the base modules.
 """
@@ -42,6 +45,25 @@ from .gram_matrix import GramResult as GramResult
 from .gram_matrix import SampleSize as SampleSize
 from .gram_matrix import gram as gram
 from .gram_matrix import merge_note as merge_note
+
+# head law (H = infinity)
+from .head_law import HeadLawBound as HeadLawBound
+from .head_law import HeadLawRound as HeadLawRound
+from .head_law import head_law_bound as head_law_bound
+
+# rank of the Gram of H heads
+from .head_rank import AtomSpan as AtomSpan
+from .head_rank import HeadsKernel as HeadsKernel
+from .head_rank import Saturation as Saturation
+from .head_rank import atom_span as atom_span
+from .head_rank import default_head_count as default_head_count
+from .head_rank import heads_kernel as heads_kernel
+from .head_rank import saturation as saturation
+
+# head count of a screening
+from .head_search import HeadAttempt as HeadAttempt
+from .head_search import HeadSearch as HeadSearch
+from .head_search import search_heads as search_heads
 
 # relations
 from .relations import Relation as Relation
@@ -82,4 +104,17 @@ __all__ = [
     'DependenceStructure',
     'dependence_structure',
     'kernel_dimension',
+    'AtomSpan',
+    'atom_span',
+    'default_head_count',
+    'Saturation',
+    'saturation',
+    'HeadsKernel',
+    'heads_kernel',
+    'HeadAttempt',
+    'HeadSearch',
+    'search_heads',
+    'HeadLawRound',
+    'HeadLawBound',
+    'head_law_bound',
 ]

@@ -91,9 +91,16 @@ def _structures_named(st: DependenceStructure) -> str:
     return (f" ({'; '.join(named[:2])}{'; ...' if len(named) > 2 else ''})" if named else "")
 
 
-def _sufficiency_verdict(g: GramResult) -> _Verdict:
-    """Independent CGFs: Prop. 8 predicts a positive Gram; does the Gram show it?"""
+def _sufficiency_verdict(g: GramResult, kc: Any = None) -> _Verdict:
+    """Independent CGFs: Prop. 8 predicts an injective NTK for the head law; does the Gram of these
+    heads show it? A singular draw is never a contradiction (more heads remove it): it is
+    inconclusive, with the reason when the rank bound of these heads explains it."""
     rel = g.relative_lambda_min
+    hk = None if kc is None else kc.heads
+    if not g.positive and hk is not None and hk.finite_heads:
+        return _Verdict("sufficiency", "not needed", None, None, "inconclusive",
+                        f"Prop. 8 predicts an injective NTK for the head law, but these heads are too few: "
+                        f"{hk.reason()}; use {hk.next_step()}.")
     if g.rank_deficient_by_size:
         return _Verdict("sufficiency", "not needed", None, None, "inconclusive",
                         "Prop. 8 predicts a positive Gram, but H d < M makes the finite-head Gram "
@@ -111,10 +118,10 @@ def _sufficiency_verdict(g: GramResult) -> _Verdict:
                         f"independent CGFs => injective NTK (Prop. 8); Gram positive ({how}, "
                         f"relative lambda_min {rel:.3g}).")
     if rel < RESOLUTION_EIGH / 1000 and g.status == "below resolution":
-        return _Verdict("sufficiency", "not needed", None, None, "disagrees",
-                        f"independent CGFs but the Gram is singular to working precision (relative "
-                        f"lambda_min {rel:.3g}); with finitely many heads Prop. 8 does not strictly "
-                        "apply: add heads or raise the Q, b scales.")
+        return _Verdict("sufficiency", "not needed", None, None, "inconclusive",
+                        f"independent CGFs but the Gram of these {g.heads} heads is singular to working precision "
+                        f"(relative lambda_min {rel:.3g}), beyond what their number explains; Prop. 8 is about the "
+                        "head law, and more heads or other Q, b scales may separate it from 0.")
     return _Verdict("sufficiency", "not needed", None, None, "inconclusive",
                     f"independent CGFs; the Gram's relative lambda_min {rel:.3g} is below {POSITIVE_REL:g} "
                     "and was not certified: positivity is not claimed.")

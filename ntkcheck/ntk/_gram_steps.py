@@ -1,13 +1,11 @@
-"""Steps of :func:`~ntkcheck.ntk.gram_matrix.gram` that read none of its module constants.
+"""Steps of :func:`~ntkcheck.ntk.gram_matrix.gram`: what passes between them and the linear algebra.
 
 What passes between the steps (the validated arguments, :class:`_GramInputs`; what a spectrum
-route found, :class:`_Spectrum`), the heads drawn or checked, the Gram ``F F^T`` formed from
-``F`` or accumulated over head blocks, its extremal eigenvalues by Cholesky + Lanczos, its
+route found, :class:`_Spectrum`), the spectrum's resolutions, the heads drawn or checked, the
+Gram ``F F^T`` accumulated over head blocks, its extremal eigenvalues by Cholesky + Lanczos, its
 eigenvalues from the singular values of ``F``, and the kept matrix with its observed kernel.
-
-The routing between these steps reads ``MAX_EIGENVALUES``, ``SVD_MEMORY_LIMIT`` and the
-resolutions, so it stays in :mod:`ntkcheck.ntk.gram_matrix`, where a patched constant is seen;
-callers import these helpers from there.
+The routing between these steps is :mod:`ntkcheck.ntk._gram_route`; callers import these
+helpers from :mod:`ntkcheck.ntk.gram_matrix`.
 """
 
 from __future__ import annotations
@@ -18,23 +16,23 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
 from .._records import restore
-from .._validate import check_score_range
 from ..cgf import Empirical
 from ..errors import InputError
-from .features import (
-    Heads,
-    _as_heads,
-    _atom_count,
-    _feature_columns,
-    _features,
-    _groups,
-    _head_block,
-    _progress,
-    init_heads,
-)
+from . import _rounding as rnd
+from ._extremal import RitzPair, largest, smallest
+from .features import Heads, _as_heads, _features, init_heads
+
+#: relative lambda_min below which the eigvalsh of the formed Gram is not trusted
+#: (its floor is ~1e-13, measured in benchmarks/bench_gram.py; a factor 1000 of margin).
+RESOLUTION_EIGH = 1e-10
+#: relative lambda_min below which even the SVD of F (errors ~ (eps ||F||)^2) says nothing.
+RESOLUTION_SVD = 1e-26
+#: relative lambda_min above which float64 alone may report "positive" (the issue's standard).
+POSITIVE_REL = 1e-12
+#: the SVD fallback is attempted only if F fits in this many bytes.
+SVD_MEMORY_LIMIT = 4 << 30
 
 # ------------------------------------------------------------------------------ sizes
 
@@ -75,6 +73,7 @@ class _GramInputs:
     sizes: tuple[SampleSize, ...]
     atoms: int
     full_spectrum: bool
+    want_full: bool = False  # every eigenvalue asked for (spectrum="full", keep_matrix)
 
     @property
     def by_size(self) -> bool:
@@ -89,8 +88,9 @@ class _GramInputs:
 @dataclass(frozen=True, eq=False)
 class _Spectrum:
     """What one route found: all eigenvalues (ascending; None from Cholesky + Lanczos), the
-    extremal ones (``lmin`` not yet clipped at 0), the route and its resolution, and ``F``
-    when the route formed it (the SVD fallback and ``keep_matrix`` reuse it)."""
+    extremal ones (``lmin`` not yet clipped at 0) with their tolerances (an eigenvalue of the
+    float64 Gram lies within ``tol_min`` of ``lmin``, within ``tol_max`` of ``lmax``), the route and
+    its resolution, and ``F`` when the route formed it (the SVD fallback and ``keep_matrix`` reuse it)."""
 
     eig: np.ndarray | None
     lmin: float
@@ -98,6 +98,8 @@ class _Spectrum:
     method: str
     resolution: float
     features: np.ndarray | None = field(default=None, repr=False)
+    tol_min: float | None = None
+    tol_max: float | None = None
 
 
 def _drawn_or_checked_heads(heads: Any, dim: int, *, q_scale: float, b_scale: float,
@@ -116,7 +118,8 @@ def _drawn_or_checked_heads(heads: Any, dim: int, *, q_scale: float, b_scale: fl
 
 
 def _gram_accumulated(laws: Sequence[Empirical], heads: Heads, chunk: int, progress: bool) -> np.ndarray:
-    """``F F^T`` summed over head blocks without storing ``F``.
+    """``F F^T`` summed over head blocks without storing ``F`` (:func:`~ntkcheck.ntk._rounding.enclosed_gram`
+    without the bound).
 
     Memory: ``8 M^2`` bytes for the Gram plus one column block of ``F`` of at most
     ``8 max(2^25, 256 M)`` bytes (at least 256 columns, so the rank-k update runs at
@@ -125,53 +128,47 @@ def _gram_accumulated(laws: Sequence[Empirical], heads: Heads, chunk: int, progr
     triangle** of the Fortran-ordered result: every consumer (``eigvalsh``,
     :func:`_extremal_eigh`) reads only that triangle.
     """
-    check_score_range([law.atoms for law in laws], heads.Q, heads.b)
-    M = _atom_count(laws)
-    H, d = heads.count, heads.dim
-    c = _head_block(M, H, d)
-    groups = _groups(laws, H)
-    G = np.zeros((M, M), order="F")
-    block = np.empty((M, c * d))
-    with _progress(M * H, progress) as bar:
-        for h0 in range(0, H, c):
-            h1 = min(H, h0 + c)
-            B = block if h1 - h0 == c else np.empty((M, (h1 - h0) * d))
-            _feature_columns(groups, heads, h0, h1, B, chunk, bar)
-            # B.T is Fortran-ordered (k, M): syrk(trans=1) forms B B^T without copying B.
-            G = sla.blas.dsyrk(1.0, B.T, beta=1.0, c=G, trans=1, lower=1, overwrite_c=1)
-    return G
+    return rnd.enclosed_gram(laws, heads, chunk, progress, bound=False).G
 
 
 def _gram_lower(F: np.ndarray) -> np.ndarray:
-    """``F F^T`` by BLAS ``syrk``: half the work of ``F @ F.T``; lower triangle only (Fortran order)."""
+    """``F F^T`` by BLAS ``syrk``: half the work of a GEMM; lower triangle only (Fortran order)."""
     return sla.blas.dsyrk(1.0, np.ascontiguousarray(F).T, trans=1, lower=1)
 
 
 # ---------------------------------------------------------------------------- spectrum
 
 
-def _extremal_eigh(G: np.ndarray) -> tuple[float, float] | None:
-    """(lambda_min, lambda_max) by Cholesky + Lanczos on ``G^{-1}``; None when G is not
-    numerically positive definite (then the caller uses the full eigvalsh).
+def _extremal_pairs(work: rnd.SymmetricWork) -> tuple[RitzPair, RitzPair] | None:
+    """(smallest, largest) Ritz pairs of the Gram in ``work`` (Cholesky in place, then Lanczos on
+    the inverse and on the Gram, :mod:`ntkcheck.ntk._extremal`); None when the Gram is not
+    numerically positive definite (its Cholesky fails)."""
+    if work.factor(0.0) is None:
+        return None
+    small = smallest(work)
+    if small is None or not small.value > 0:
+        return None
+    return small, largest(work)
 
-    Only the lower triangle of ``G`` is read (as :func:`_gram_accumulated` fills it)."""
+
+def _extremal_eigh(G: np.ndarray) -> tuple[float, float] | None:
+    """(lambda_min, lambda_max) of the Gram whose lower triangle ``G`` holds, by Cholesky + Lanczos
+    (:func:`_extremal_pairs`); None when G is not numerically positive definite (then the caller
+    uses the full eigvalsh).
+
+    Only the lower triangle of ``G`` is read (as :func:`_gram_accumulated` fills it). A
+    Fortran-ordered ``G`` is factorised in place and restored: on return its lower triangle and
+    diagonal hold ``G`` again and its strict upper triangle holds the mirror image."""
     if not G.flags.f_contiguous:
-        G = np.asfortranarray(G)  # BLAS symv below takes it as is, without a copy per product
+        G = np.asfortranarray(G)
+    work = rnd.SymmetricWork(G)
     try:
-        c = sla.cho_factor(G, lower=True, check_finite=False)
-    except np.linalg.LinAlgError:
+        pairs = _extremal_pairs(work)
+    finally:
+        work.restore()
+    if pairs is None:
         return None
-    n = G.shape[0]
-    op = LinearOperator((n, n), matvec=lambda v: sla.cho_solve(c, v, check_finite=False), dtype=np.float64)
-    try:
-        mu = eigsh(op, k=1, which="LA", tol=1e-12, return_eigenvectors=False)[0]
-        lop = LinearOperator((n, n), matvec=lambda v: sla.blas.dsymv(1.0, G, np.ravel(v), lower=1), dtype=np.float64)
-        lmax = eigsh(lop, k=1, which="LA", tol=1e-12, return_eigenvectors=False)[0]
-    except (ArpackError, ArpackNoConvergence):
-        return None
-    if not (mu > 0 and lmax > 0):
-        return None
-    return float(1.0 / mu), float(lmax)
+    return pairs[0].value, pairs[1].value
 
 
 def _svd_eigenvalues(F: np.ndarray) -> np.ndarray:

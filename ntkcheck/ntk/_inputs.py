@@ -148,8 +148,9 @@ def _candidate_pairs(laws: Sequence[Empirical], heads: Heads) -> list[tuple[int,
     return out
 
 
-def exactly_singular(laws: Sequence[Empirical], heads: Heads) -> str | None:
-    r"""A proof that the Gram is singular in exact arithmetic, in words, or None.
+def exactly_singular(laws: Sequence[Empirical], heads: Heads) -> tuple[str, tuple[int, int, int]] | None:
+    r"""A proof that the Gram is singular in exact arithmetic, in words, with the sample and its two
+    atoms ``(i, a, b)`` (what a certificate file records), or None.
 
     Two distinct atoms ``x, y`` of one law with :math:`Q_h (x - y) = 0` for every head (checked in
     ``Fraction`` on the values given) have equal scores :math:`Q_h x + b_h = Q_h y + b_h`, so equal
@@ -173,7 +174,7 @@ def exactly_singular(laws: Sequence[Empirical], heads: Heads) -> str | None:
         if all(sum((qk * vk for qk, vk in zip(row, v, strict=True)), Fraction(0)) == 0 for Q in Qr for row in Q):
             return (f"atoms {a} and {b} of sample {i} have equal scores under every head (Q_h (x_{a} - x_{b}) = 0 "
                     f"for all {H} heads, in exact rational arithmetic), so their feature rows are proportional: "
-                    "the Gram is exactly singular")
+                    "the Gram is exactly singular", (i, a, b))
     return None
 
 

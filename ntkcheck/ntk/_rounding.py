@@ -16,14 +16,15 @@ strict upper triangle keeps a copy of the Gram, the diagonal is saved apart).
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
+from threadpoolctl import threadpool_limits
 
 from .._validate import check_score_range
 from ..cgf.empirical import Empirical
@@ -51,6 +52,18 @@ _TINY = 2.0**-1000
 #: relative inflation applied to every bound evaluated in floating point (each bound is
 #: a short expression of positive terms: its own rounding is below 1e-14 relative).
 _SAFE = 1.0 + 1e-10
+
+
+@contextlib.contextmanager
+def serial_blas() -> Iterator[None]:
+    """One BLAS thread inside: matrix-vector products and triangular solves are memory-bound, and
+    OpenBLAS's threaded level-2 kernels were measured 10-30x slower than one thread when the other
+    core is busy (``dsymv`` of order 1024: 36 ms against 1.3 ms), for little gain on an idle one;
+    its threaded ``dpotrf`` 10x slower there (order 2048: 1.98 s against 0.19 s), for a gain below
+    2x on an idle machine. Process-wide while it lasts (threadpoolctl), like any BLAS thread setting."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
 
 
 def gamma(k: Any) -> Any:
@@ -198,9 +211,10 @@ def _perron_vector(A: np.ndarray, iters: int = 4) -> np.ndarray:
     return v
 
 
-def enclosed_gram(laws: Sequence[Empirical], heads: Heads, chunk: int, progress: bool = False) -> GramEnclosure:
+def enclosed_gram(laws: Sequence[Empirical], heads: Heads, chunk: int, progress: bool = False, *,
+                  bound: bool = True) -> GramEnclosure:
     r""":math:`\hat G = \mathrm{fl}(\sum_c \hat F_c \hat F_c^T)` accumulated over head blocks by BLAS
-    ``syrk`` in place, with a proved radius
+    ``syrk`` in place, with (``bound``) a proved radius
 
     .. math::
 
@@ -212,13 +226,21 @@ def enclosed_gram(laws: Sequence[Empirical], heads: Heads, chunk: int, progress:
     :math:`\gamma_K` bound holds whatever the blocking. :math:`\rho` by Collatz-Wielandt,
     :math:`\max_i (\sum_c |\hat F_c| |\hat F_c|^T v)_i / v_i`, accumulated block by block with ``v``
     from power steps on the first block. ``E`` from :func:`feature_radius_sq`.
-    Memory: the ``8 M^2``-byte Gram plus one block of ``F`` (at most ``8 max(2^25, 256 M)`` bytes).
+
+    This is the one pass over the heads of :func:`~ntkcheck.ntk.gram_matrix.gram`: the float64
+    Gram and, with ``bound``, the certificate's error terms (``4 M k`` flops a block of ``k``
+    columns against the ``syrk``'s ``M^2 k``, and ``O(n H)`` for the feature radii). Without
+    ``bound`` the radius is ``inf`` and ``why`` says so. BLAS ``syrk`` is the product: it
+    computes one triangle, half the flops of a GEMM (numpy's ``F @ F.T`` dispatches to it too);
+    a GEMM on the lower block triangle was measured slower per flop here
+    (``benchmarks/bench_gram.py``). Memory: the ``8 M^2``-byte Gram plus one block of ``F``
+    (at most ``8 max(2^25, 256 M)`` bytes).
     """
     check_score_range([law.atoms for law in laws], heads.Q, heads.b)
     M = _atom_count(laws)
     H, d = heads.count, heads.dim
     K = H * d
-    e2, _, dmax = feature_radius_sq(laws, heads)
+    e2, _, dmax = feature_radius_sq(laws, heads) if bound else (np.zeros(0), 0.0, 0.0)
     c = _head_block(M, H, d)
     groups = _groups(laws, H)
     G = np.zeros((M, M), order="F")
@@ -227,18 +249,24 @@ def enclosed_gram(laws: Sequence[Empirical], heads: Heads, chunk: int, progress:
     w = np.zeros(M)
     nblocks = 0
     with _progress(M * H, progress) as bar:
-        bar.set_description("certified Gram (features, syrk, |F| bound)")
+        if bound:
+            bar.set_description("certified Gram (features, syrk, |F| bound)")
         bar.set_postfix_str(f"G {8 * M * M / 1e9:.2f} GB + F block {8 * M * c * d / 1e9:.2f} GB")
         for h0 in range(0, H, c):
             h1 = min(H, h0 + c)
             B = block if h1 - h0 == c else np.empty((M, (h1 - h0) * d))
             _feature_columns(groups, heads, h0, h1, B, chunk, bar)
+            # B.T is Fortran-ordered (k, M): syrk(trans=1) forms B B^T without copying B.
             G = sla.blas.dsyrk(1.0, B.T, beta=1.0, c=G, trans=1, lower=1, overwrite_c=1)
-            np.abs(B, out=B)
-            if v is None:
-                v = _perron_vector(B)
-            w += B @ (B.T @ v)
             nblocks += 1
+            if bound:
+                np.abs(B, out=B)
+                with serial_blas():  # two matrix-vector products: memory-bound
+                    if v is None:
+                        v = _perron_vector(B)
+                    w += B @ (B.T @ v)
+    if not bound:
+        return GramEnclosure(G, math.inf, math.inf, math.inf, math.inf, nblocks, "no bound was asked for")
     assert v is not None
     # w: sums of nonnegative products (length M, then the block's columns, then the blocks)
     rho = float(np.max(w / v)) * (1.0 + gamma(M + K + nblocks + 2)) * _SAFE
@@ -276,6 +304,10 @@ class SymmetricWork:
     lower triangle is copied once into the strict upper one and the diagonal saved. LAPACK
     ``dpotrf`` (lower) overwrites only the lower triangle, so :math:`\hat G` is restored from the
     upper copy before each new shift: the Gram, the factor and the copy share ``8 M^2`` bytes.
+    In every state :meth:`matvec` multiplies by :math:`\hat G` (the upper copy and the saved
+    diagonal) and, after a successful factorisation, :meth:`inverse` by
+    :math:`(\hat G - tI)^{-1}`: the Lanczos steps of :mod:`ntkcheck.ntk._extremal` run on the
+    same array.
     """
 
     def __init__(self, A: np.ndarray, bs: int = 512) -> None:
@@ -287,6 +319,8 @@ class SymmetricWork:
         self.diag = np.diagonal(A).copy()
         self._copy(lower_to_upper=True)
         self.factored = False
+        self.ok = False  # the last factorisation ran to completion: the factor is in the lower triangle
+        self.shift = 0.0
         self.factorizations = 0
 
     def _copy(self, lower_to_upper: bool) -> None:
@@ -302,6 +336,13 @@ class SymmetricWork:
                 A[j1:, j0:j1] = A[j0:j1, j1:].T
                 D.T[iu] = D[iu]
 
+    def restore(self) -> None:
+        r""":math:`\hat G` back in the lower triangle and on the diagonal (after a factorisation)."""
+        if self.factored:
+            self._copy(lower_to_upper=False)
+            self.A[np.arange(self.n), np.arange(self.n)] = self.diag
+            self.factored = self.ok = False
+
     def factor(self, t: float) -> float | None:
         r"""Cholesky of :math:`\mathrm{fl}(\hat G - tI)` in place; on success return Rump's ``s``
         (:math:`\lambda_{\min}(\hat G) \ge t - s - u \max_i |a_{ii}|`, the shift's rounding included),
@@ -311,16 +352,33 @@ class SymmetricWork:
         A = self.A
         diag = self.diag - t  # rounded once: |fl(g - t) - (g - t)| <= u |fl(g - t)|
         A[np.arange(self.n), np.arange(self.n)] = diag
-        self.factored = True
+        self.factored, self.ok, self.shift = True, False, float(t)
         self.factorizations += 1
         if not np.all(diag > 0):
             return None
-        c, info = sla.lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
+        with serial_blas():  # OpenBLAS's threaded dpotrf: 10x slower with the other core busy (see serial_blas)
+            c, info = sla.lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
         if not np.shares_memory(c, A):  # not in place (should not happen for a Fortran float64 array)
             A[...] = np.tril(c) + np.triu(A, 1)
         if info != 0:
             return None
+        self.ok = True
         return (rump_allowance(diag) + U * float(diag.max())) * _SAFE
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        r""":math:`\hat G v` from the strict upper copy and the saved diagonal (BLAS ``dsymv``, any state)."""
+        v = np.ravel(v)
+        y = sla.blas.dsymv(1.0, self.A, v, lower=0)
+        y += (self.diag - np.diagonal(self.A)) * v
+        return y
+
+    def inverse(self, v: np.ndarray) -> np.ndarray:
+        r""":math:`(\hat G - tI)^{-1} v` by two triangular solves with the factor (BLAS ``dtrsv``: measured
+        twice as fast here as LAPACK ``dpotrs`` on one vector)."""
+        if not self.ok:
+            raise np.linalg.LinAlgError("no Cholesky factor: the last factorisation failed or none ran")
+        y = sla.blas.dtrsv(self.A, np.ravel(v), lower=1, trans=0)
+        return sla.blas.dtrsv(self.A, y, lower=1, trans=1, overwrite_x=1)
 
     def solve(self, b: np.ndarray) -> np.ndarray:
         """``(L L^T)^{-1} b`` with the factor in the lower triangle (LAPACK ``dpotrs``)."""
@@ -329,29 +387,8 @@ class SymmetricWork:
             raise np.linalg.LinAlgError(f"dpotrs failed (info={info})")
         return x
 
-    def smallest_eig_estimate(self) -> float | None:
-        """Float estimate of lambda_min of the factored matrix (Lanczos on the inverse; inverse
-        iteration if ARPACK fails), an estimate from above; None when it is not positive."""
-        n = self.n
-        if n <= 256:  # small: the dense inverse through the factor, and its largest eigenvalue
-            X = self.solve(np.eye(n))
-            mu = float(np.linalg.eigvalsh((X + X.T) / 2.0)[-1])
-            return 1.0 / mu if mu > 0 and math.isfinite(mu) else None
-        v0 = np.random.default_rng(0).standard_normal(n)
-        op = LinearOperator((n, n), matvec=lambda x: self.solve(np.ravel(x)), dtype=np.float64)
-        try:
-            mu = float(eigsh(op, k=1, which="LA", tol=1e-6, v0=v0, return_eigenvectors=False)[0])
-            return 1.0 / mu if mu > 0 and math.isfinite(mu) else None
-        except (ArpackError, ArpackNoConvergence):
-            pass
-        v = v0 / np.linalg.norm(v0)
-        lam = None
-        for _ in range(20):
-            x = self.solve(v)
-            q = float(v @ x)  # v^T G^-1 v <= 1 / lambda_min, increasing to it
-            nx = float(np.linalg.norm(x))
-            if not (q > 0 and nx > 0 and math.isfinite(nx)):
-                return None
-            lam = 1.0 / q
-            v = x / nx
-        return lam
+    def abs_norm(self) -> float:
+        r"""A bound on :math:`\| |\hat G| \|_2` for a computed Gram :math:`\hat G = \mathrm{fl}(\hat F \hat F^T)`:
+        :math:`|\hat g_{ij}| \le (1 + 3\gamma_K) \sqrt{\hat g_{ii} \hat g_{jj}}` (each entry a sum of products
+        within :math:`\gamma_K` of the exact one, ``K < 2^32``), so the trace times ``1 + 1e-6``."""
+        return float(np.sum(np.abs(self.diag))) * (1.0 + 1e-6) * _SAFE

@@ -38,6 +38,7 @@ from ..cgf.empirical import Empirical, as_laws
 from ..errors import InputError, PrecisionError
 from . import _rounding as rnd
 from ._arb_fast import preconditioned_bound
+from ._extremal import smallest
 from ._inputs import carried_over, rounded_inputs, rounding_radius
 from .features import DEFAULT_CHUNK, Heads, _as_chunk, _as_heads, _atom_count
 
@@ -95,6 +96,8 @@ class GramCertificate:
     evidence: GramCertificate | None = None
     #: ``float64-cholesky``: the ``t`` of the Cholesky of fl(G - tI) that proved the bound
     shift: float | None = None
+    #: ``exactly-singular``: the sample ``i`` and its atoms ``a < b`` with equal scores under every head
+    atoms: tuple[int, int, int] | None = None
 
     @property
     def positive(self) -> bool:
@@ -114,7 +117,7 @@ class GramCertificate:
         return {"kind": self.kind, "lower_bound": self.lower_bound, "bits": self.bits, "detail": self.detail,
                 "inputs_rounded": self.inputs_rounded,
                 "evidence": None if self.evidence is None else self.evidence.to_dict(),
-                "shift": self.shift}
+                "shift": self.shift, "atoms": None if self.atoms is None else list(self.atoms)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GramCertificate:
@@ -367,7 +370,7 @@ def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -
     ``radius >= ||G_exact - fl(G)||_2``: one factorisation for the estimate, then one per shift tried."""
     M = G_lower.shape[0]
     gb = 8 * M * M / 1e9
-    with progress_bar(4, desc="certify: Cholesky", unit="step", enabled=progress) as bar:
+    with progress_bar(3, desc="certify: Cholesky", unit="step", enabled=progress) as bar:
         bar.set_postfix_str(f"G {gb:.2f} GB in place: mirror")
         work = rnd.SymmetricWork(G_lower)
         bar.update(1)
@@ -377,28 +380,43 @@ def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -
         lam = None
         if ok:
             bar.set_postfix_str(f"G {gb:.2f} GB in place: Lanczos on the inverse")
-            lam = work.smallest_eig_estimate()
+            pair = smallest(work)  # Lanczos on the inverse: a Rayleigh quotient, an estimate from above
+            lam = pair.value if pair is not None and pair.value > 0 else None
             bar.update(1)
-        if lam is None:
-            return _refused(M, f"float64 Cholesky of the Gram fails: lambda_min is not positive at float64 "
-                               f"resolution (below resolution at M = {M})", None, radius)
-        tr = float(np.sum(work.diag))
+    if lam is None:
+        return _refused(M, f"float64 Cholesky of the Gram fails: lambda_min is not positive at float64 "
+                           f"resolution (below resolution at M = {M})", None, radius)
+    return certify_factored(work, lam, radius, progress)
 
-        def err(t: float) -> float:  # Rump's allowance for fl(G - tI) (known before factorising) + radius
-            d = work.diag - t
-            return (rnd.rump_allowance(d) + rnd.U * float(d.max()) + radius) * (1.0 + 1e-10)
 
-        # t - err(t) grows with t: try 0.9 lambda first, smaller only if that Cholesky fails
-        fs = [f for f in (0.1, 0.5, 0.8) if lam * (1.0 - f) > err(lam * (1.0 - f))]
-        if not fs and lam * 0.99 > err(lam * 0.99):
-            fs = [0.01]
+def certify_factored(work: rnd.SymmetricWork, lam: float, radius: float, progress: bool = False) -> PositivityCertificate:
+    r"""Rump's criterion on the Gram of ``work`` (a :class:`~ntkcheck.ntk._rounding.SymmetricWork`, in
+    any state) given a float estimate ``lam`` of its :math:`\lambda_{\min}` from above (a Lanczos
+    Rayleigh quotient) and ``radius`` :math:`\ge \|G_\star - \hat G\|_2`: Cholesky of
+    :math:`\mathrm{fl}(\hat G - tI)` at ``t = 0.9 lam`` (``0.5``, ``0.2`` only if it fails), in place.
+
+    The float path of :func:`~ntkcheck.ntk.gram_matrix.gram` has already factored :math:`\hat G`
+    and run the Lanczos steps on the same array, so certifying costs one more Cholesky in the
+    common case; ``work.factorizations`` counts them all."""
+    M = work.n
+    gb = 8 * M * M / 1e9
+    tr = float(np.sum(work.diag))
+
+    def err(t: float) -> float:  # Rump's allowance for fl(G - tI) (known before factorising) + radius
+        d = work.diag - t
+        return (rnd.rump_allowance(d) + rnd.U * float(d.max()) + radius) * (1.0 + 1e-10)
+
+    # t - err(t) grows with t: try 0.9 lambda first, smaller only if that Cholesky fails
+    fs = [f for f in (0.1, 0.5, 0.8) if lam * (1.0 - f) > err(lam * (1.0 - f))]
+    if not fs and lam * 0.99 > err(lam * 0.99):
+        fs = [0.01]
+    with progress_bar(len(fs), desc="certify: shifted Cholesky", unit="step", enabled=progress and bool(fs)) as bar:
         for f in fs:
             t = lam * (1.0 - f)
             bar.set_postfix_str(f"G {gb:.2f} GB in place: Cholesky of fl(G) - {t:.3g} I")
             s = work.factor(t)
             bar.update(1)
             if s is None:
-                bar.total += 1
                 continue
             e = (s + radius) * (1.0 + 1e-10)
             if t > e:

@@ -56,6 +56,7 @@ from ._crosscheck_steps import (
 )
 from .features import Heads, _as_heads, _features
 from .gram_matrix import GramResult, gram
+from .head_rank import HeadsKernel, heads_kernel
 from .structure import DependenceStructure, dependence_structure
 
 __all__ = ["KernelPrediction", "KernelComparison", "CrosscheckResult", "predicted_kernel_vector", "kernel_residual",
@@ -208,8 +209,10 @@ class KernelComparison:
     Attributes
     ----------
     predicted : int
-        :attr:`~ntkcheck.ntk.structure.DependenceStructure.predicted_kernel` (per output
-        coordinate); a lower bound unless ``exact``.
+        The kernel predicted for these heads (per output coordinate): the head law's,
+        :attr:`~ntkcheck.ntk.structure.DependenceStructure.predicted_kernel`, or more when the
+        heads are too few for the rank of the data (:class:`~ntkcheck.ntk.head_rank.HeadsKernel`);
+        a lower bound unless ``exact``.
     exact : bool
     observed : int or None
         Eigenvalues at or below ``floor`` (:attr:`~ntkcheck.ntk.gram_matrix.GramResult.kernel_observed`).
@@ -220,9 +223,11 @@ class KernelComparison:
     residual : float or None
         :func:`subspace_residual` of the predicted kernel (None when it is empty or not built).
     status : str
-        ``"equal"``, ``"observed larger"`` (finite heads see a larger kernel than the theory
-        predicts for :math:`\rho`: add heads), ``"observed smaller"`` (a contradiction), or
+        ``"equal"``, ``"observed larger"`` (these heads see a larger kernel than predicted: add
+        heads), ``"observed smaller"`` (fewer than the proven lower bound: a contradiction), or
         ``"unknown"`` (the prediction is only a lower bound, or the spectrum was not kept).
+    heads : HeadsKernel or None
+        The rank bound of these heads behind ``predicted``.
     """
 
     predicted: int
@@ -232,14 +237,16 @@ class KernelComparison:
     next_relative: float | None
     residual: float | None
     status: str
+    heads: HeadsKernel | None = None
 
     @classmethod
-    def of(cls, structure: DependenceStructure, g: GramResult, residual: float | None) -> KernelComparison:
+    def of(cls, structure: DependenceStructure, g: GramResult, residual: float | None,
+           heads: HeadsKernel | None = None) -> KernelComparison:
         obs = g.kernel_observed
-        k = structure.predicted_kernel
+        k = structure.predicted_kernel if heads is None else heads.predicted
         if obs is None:
             status = "unknown"
-        elif obs < k:
+        elif obs < (k if heads is None else heads.proven):
             status = "observed smaller"
         elif not structure.exact:
             status = "unknown"
@@ -247,10 +254,13 @@ class KernelComparison:
             status = "equal"
         else:
             status = "observed larger"
-        return cls(k, structure.exact, obs, g.resolution, g.next_relative_eigenvalue, residual, status)
+        return cls(k, structure.exact, obs, g.resolution, g.next_relative_eigenvalue, residual, status, heads)
 
     def sentence(self) -> str:
         pred = f"{self.predicted}" + ("" if self.exact else " (at least: further dependencies not excluded)")
+        hk = self.heads
+        if hk is not None and hk.finite_heads:
+            pred += f" for these H = {hk.heads} heads ({hk.structural} for the head law: {hk.reason()})"
         obs = ("not computed (spectrum not kept)" if self.observed is None else
                f"{self.observed} eigenvalue{'s' if self.observed != 1 else ''} at the rounding floor "
                f"(relative <= {self.floor:.0e})")
@@ -261,7 +271,8 @@ class KernelComparison:
     def to_dict(self) -> dict[str, Any]:
         return {"predicted": self.predicted, "exact": self.exact, "observed": self.observed, "floor": self.floor,
                 "next_relative": self.next_relative, "residual": self.residual, "status": self.status,
-                "sentence": self.sentence()}
+                "head_law": None if self.heads is None else self.heads.structural,
+                "heads": None if self.heads is None else self.heads.to_dict(), "sentence": self.sentence()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> KernelComparison:
@@ -389,8 +400,8 @@ def _gram_of(laws: list[Empirical], heads: Heads, weak: Any, gram_result: GramRe
     return gram(laws, heads, certify=certify and weak.independent, progress=progress)
 
 
-def _compare_kernel(laws: list[Empirical], heads: Heads, st: DependenceStructure,
-                    g: GramResult) -> tuple[np.ndarray | None, float | None, KernelComparison]:
+def _compare_kernel(laws: list[Empirical], heads: Heads, st: DependenceStructure, g: GramResult,
+                    hk: HeadsKernel | None = None) -> tuple[np.ndarray | None, float | None, KernelComparison]:
     """The kernel predicted by the dependence structure beside the kernel the Gram observes.
 
     Returns
@@ -407,7 +418,8 @@ def _compare_kernel(laws: list[Empirical], heads: Heads, st: DependenceStructure
     if st.kernel_basis is not None:
         F = _features(laws, heads)
         sub_res = subspace_residual(F, st.kernel_basis, np.sqrt(g.lambda_max))
-    return F, sub_res, KernelComparison.of(st, g, sub_res)
+    hk = heads_kernel(laws, heads, st, gram=g) if hk is None else hk
+    return F, sub_res, KernelComparison.of(st, g, sub_res, hk)
 
 
 def _necessity_verdict(laws: list[Empirical], heads: Heads, weak: Any, st: DependenceStructure, g: GramResult,
@@ -465,6 +477,8 @@ def crosscheck(
     structure: DependenceStructure | None = None,
     certify: bool = True,
     progress: bool = False,
+    heads_kernel: HeadsKernel | None = None,
+    head_law: Any = None,
 ) -> CrosscheckResult:
     r"""Decide weak independence, compute the Gram, and check seed 003 Prop. 8 against it.
 
@@ -488,6 +502,12 @@ def crosscheck(
     certify : bool
         Passed to :func:`~ntkcheck.ntk.gram_matrix.gram` when the verdict is independent (Arb
         certificate when float64 cannot establish positivity, small problems only).
+    heads_kernel : HeadsKernel, optional
+        A precomputed :func:`~ntkcheck.ntk.head_rank.heads_kernel` of the same heads and Gram.
+    head_law : HeadLawBound, optional
+        The certificate of the head law's NTK (:func:`~ntkcheck.ntk.head_law.head_law_bound`): Prop. 8
+        is a statement about it, so it is compared too (a positive head law against a proved
+        kernel is a contradiction; against independent CGFs, an agreement).
 
     Returns
     -------
@@ -519,14 +539,17 @@ def crosscheck(
     heads = _as_heads(heads, laws[0].dim)
     g = _gram_of(laws, heads, weak, gram_result, certify, progress)
     st = structure if structure is not None else dependence_structure(laws, weak=weak)
-    F, sub_res, kc = _compare_kernel(laws, heads, st, g)
+    F, sub_res, kc = _compare_kernel(laws, heads, st, g, heads_kernel)
     what = _structures_named(st)
     if verdict == "independent":
-        v = _sufficiency_verdict(g)
+        v = _sufficiency_verdict(g, kc)
     elif verdict != "dependent":
         v = _no_prediction_verdict(g)
     else:
         v = _necessity_verdict(laws, heads, weak, st, g, kc, F, what)
+    if head_law is not None:
+        v = _Verdict(v.statement, v.overlap, v.prediction, v.residual,
+                     *head_law.compare(v.statement, v.agreement, v.message, st.predicted_kernel))
     return _write_verdict(weak, g, st, kc, sub_res, v)
 
 

@@ -31,19 +31,22 @@ scaled by :math:`1/\sqrt{c}`: the same non-zero spectrum, plus one spurious zero
 per repeated copy (the functions that differ between copies of one point are the zero
 function of :math:`L^2(\mu_i)`).
 
-Spectrum (measured in ``benchmarks/bench_gram.py``): the SVD of ``F``
-resolves relative eigenvalues down to ~1e-28 but is 4-7x slower than ``eigvalsh`` of the
-formed ``F F^T``, which cannot resolve relative eigenvalues below ~1e-13. ``method="auto"``
-therefore forms ``F F^T`` and calls ``eigvalsh`` (or, when the full spectrum is not wanted,
-a Cholesky factorisation plus Lanczos on the inverse for :math:`\lambda_{\min}`, 2-3x
-faster again), and falls back to the SVD of ``F`` only when the relative
-:math:`\lambda_{\min}` falls below ``1e-10`` (a factor 1000 above the ``eigvalsh``
-floor). Positivity is never claimed from a float64 number below ``1e-12`` relative: that
-needs ``certify=True`` (a rigorous lower bound: :mod:`ntkcheck.ntk.certificate`).
+Spectrum (measured in ``benchmarks/bench_gram.py``): the product ``F F^T`` runs at matmul speed
+(BLAS ``syrk``, accumulated over head blocks, ``F`` never whole); the reports need
+:math:`\lambda_{\min}` and :math:`\lambda_{\max}`, which a Cholesky of the Gram and Lanczos steps
+give with a stated tolerance (:mod:`ntkcheck.ntk._extremal`) at a fraction of ``eigvalsh``'s cost.
+The full spectrum is computed when asked (``spectrum="full"``), when ``lambda_min`` is near the
+rounding floor (the observed kernel is counted there) and when the Cholesky fails. ``eigvalsh``
+cannot resolve relative eigenvalues below ~1e-13, the SVD of ``F`` resolves them down to ~1e-28:
+``method="auto"`` falls back to it when the relative :math:`\lambda_{\min}` falls below ``1e-10``.
+Positivity is never claimed from a float64 number below ``1e-12`` relative: that needs
+``certify=True`` (a rigorous lower bound: :mod:`ntkcheck.ntk.certificate`), which reuses the pass
+over the heads, the Cholesky and the Lanczos estimate (:mod:`ntkcheck.ntk._gram_route`).
 
 The heads and the feature builder live in :mod:`ntkcheck.ntk.features`, the Arb
 certificate in :mod:`ntkcheck.ntk.certificate`, the BLAS and Lanczos steps of :func:`gram` in
-:mod:`ntkcheck.ntk._gram_steps`.
+:mod:`ntkcheck.ntk._gram_steps` and :mod:`ntkcheck.ntk._extremal`, their routing in
+:mod:`ntkcheck.ntk._gram_route`.
 
 References: seed 003 section 3.1-3.2, Prop. 5 (positivity of the NTK <=> injectivity of
 ``G``); ``theory/ntk-prop8.md`` ("The finite-token Gram matrix").
@@ -63,8 +66,13 @@ from .._records import restore
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
 from ..independence.results import no_truth_value
+from . import _gram_route as route
 from . import _sizes
-from ._gram_steps import (
+from ._gram_steps import (  # noqa: F401  (_extremal_eigh, _gram_accumulated, _gram_lower: imported from here)
+    POSITIVE_REL,
+    RESOLUTION_EIGH,
+    RESOLUTION_SVD,
+    SVD_MEMORY_LIMIT,
     SampleSize,
     _drawn_or_checked_heads,
     _extremal_eigh,
@@ -73,10 +81,9 @@ from ._gram_steps import (
     _GramInputs,
     _kept_matrix,
     _Spectrum,
-    _svd_eigenvalues,
 )
-from ._inputs import exactly_singular, rounded_inputs, status_with_certificate
-from .certificate import MAX_CERTIFY_TOKENS, GramCertificate, _certify, certify_positive
+from ._inputs import rounded_inputs, status_with_certificate
+from .certificate import GramCertificate, certify_positive
 from .features import _GRAM_BLOCK as _FEATURE_GRAM_BLOCK
 from .features import (  # noqa: F401  (init_heads: used by the doctest of gram)
     DEFAULT_CHUNK,
@@ -98,19 +105,10 @@ __all__ = [
     "POSITIVE_REL",
 ]
 
-#: relative lambda_min below which the eigvalsh of the formed Gram is not trusted
-#: (its floor is ~1e-13, measured in benchmarks/bench_gram.py; a factor 1000 of margin).
-RESOLUTION_EIGH = 1e-10
-#: relative lambda_min below which even the SVD of F (errors ~ (eps ||F||)^2) says nothing.
-RESOLUTION_SVD = 1e-26
-#: relative lambda_min above which float64 alone may report "positive" (the issue's standard).
-POSITIVE_REL = 1e-12
 #: full spectrum returned up to this many distinct atoms (rows of the Gram).
 MAX_EIGENVALUES = 4096
 #: entries of one column block of F in the accumulated Gram (256 MiB; see features._head_block).
 _GRAM_BLOCK = _FEATURE_GRAM_BLOCK
-#: the SVD fallback is attempted only if F fits in this many bytes.
-SVD_MEMORY_LIMIT = 4 << 30
 
 
 # ------------------------------------------------------------------------------ result
@@ -137,6 +135,13 @@ class GramResult:
     lambda_min, lambda_max : float
         Extreme eigenvalues (float64; ``lambda_min`` is clipped at 0, rounding can make it
         slightly negative).
+    lambda_min_tolerance, lambda_max_tolerance : float or None
+        How far an eigenvalue of the float64 Gram may be from the reported value.
+        ``"cholesky-lanczos"``: the residual bound :math:`\|\hat G v - \theta v\|` of the Ritz
+        vector plus its rounding (proved: an eigenvalue of the float64 Gram lies within it);
+        ``"eigvalsh"``, ``"svd"``: LAPACK's backward error, taken as ``M u lambda_max`` (for the
+        SVD, through ``sigma^2``), an estimate. The exact Gram differs from the float64 one by the
+        certificate's radius (``certify=True``).
     condition : float
         ``lambda_max / lambda_min`` (``inf`` when ``lambda_min == 0``).
     atoms : int
@@ -146,11 +151,14 @@ class GramResult:
     heads, dim : int
         ``H``, ``d``.
     eigenvalues : tuple of float or None
-        All ``M`` eigenvalues, ascending, when ``M <= 4096``.
+        All ``M`` eigenvalues, ascending, when computed (``spectrum="full"``, or ``lambda_min``
+        near the rounding floor, or the Cholesky failed) and ``M <= 4096``; else None.
     rank_deficient_by_size : bool
         ``H d < M``: singular by rank, says nothing about the data.
     method : str
-        ``"eigvalsh"``, ``"cholesky-lanczos"`` or ``"svd"``: the route that gave the numbers.
+        ``"cholesky-lanczos"`` (the default: Cholesky of the Gram, Lanczos on its inverse and on
+        the Gram), ``"eigvalsh"`` (every eigenvalue) or ``"svd"`` (singular values of ``F``): the
+        route that gave the numbers.
     resolution : float
         Relative eigenvalue below which that route cannot tell an eigenvalue from 0 (the
         rounding floor).
@@ -192,6 +200,8 @@ class GramResult:
     samples: tuple[SampleSize, ...] = field(default=())
     matrix: np.ndarray | None = field(default=None, repr=False, compare=False)
     kernel_vectors: np.ndarray | None = field(default=None, repr=False, compare=False)
+    lambda_min_tolerance: float | None = None
+    lambda_max_tolerance: float | None = None
 
     # a dataclass is always truthy: ``if gram(...):`` would read a singular Gram as success
     __bool__ = no_truth_value
@@ -248,6 +258,8 @@ class GramResult:
         return {
             "lambda_min": self.lambda_min,
             "lambda_max": self.lambda_max,
+            "lambda_min_tolerance": self.lambda_min_tolerance,
+            "lambda_max_tolerance": self.lambda_max_tolerance,
             "relative_lambda_min": self.relative_lambda_min,
             "condition": self.condition if math.isfinite(self.condition) else "inf",
             "atoms": self.atoms,
@@ -285,7 +297,8 @@ class GramResult:
 
 def _report_lines(r: GramResult) -> list[str]:
     """:meth:`GramResult.report_lines`."""
-    out = [f"  lambda_min          {r.lambda_min:.6g}   (relative {r.relative_lambda_min:.3g})",
+    tol = "" if r.lambda_min_tolerance is None else f", +/- {r.lambda_min_tolerance:.1g}"
+    out = [f"  lambda_min          {r.lambda_min:.6g}   (relative {r.relative_lambda_min:.3g}{tol})",
            f"  lambda_max          {r.lambda_max:.6g}",
            f"  condition           {r.condition:.3g}   (spectrum: {r.method})",
            f"  status              {r.status_text()}"]
@@ -336,29 +349,10 @@ def gram_certificate(laws: Sequence[Empirical], heads: Heads, *, float64_positiv
     :mod:`ntkcheck.ntk._inputs`). When nothing certifies, an exact proof of singularity is tried
     (:func:`~ntkcheck.ntk._inputs.exactly_singular`: ``kind="exactly-singular"``).
     """
+    pc = certify_positive(laws, heads, arb=False, progress=progress, chunk=chunk) if float64_positive else None
     M = _atom_count(laws)
-    refused = ""
-    seen = None
-    if float64_positive:
-        pc = certify_positive(laws, heads, arb=False, progress=progress, chunk=chunk)
-        if pc.positive:
-            return GramCertificate(pc.method, pc.lower_bound, 53, pc.statement, inputs_rounded=pc.inputs_rounded,
-                                   shift=pc.shift)
-        refused = f"{pc.statement}; "
-        if pc.evidence is not None:
-            seen = GramCertificate(pc.evidence.method, pc.evidence.lower_bound, 53, pc.evidence.statement)
-    if M <= MAX_CERTIFY_TOKENS:
-        cert = _certify(laws, heads, max_bits=max_bits)
-    else:
-        cert = GramCertificate("inconclusive", None, 53, f"{refused}the routes below float64's resolution stop at "
-                               f"M = {MAX_CERTIFY_TOKENS} (below resolution at M = {M})")
-    if cert.positive:
-        return cert
-    if seen is not None and cert.evidence is None:
-        cert = replace(cert, detail=f"{refused}{cert.detail}", inputs_rounded=True, evidence=seen)
-    proof = exactly_singular(laws, heads)
-    return cert if proof is None else GramCertificate("exactly-singular", None, 0, proof, cert.inputs_rounded,
-                                                      cert.evidence)
+    g = _GramInputs(list(laws), heads, chunk, progress, (), M, M <= MAX_EIGENVALUES)
+    return route.after_positivity(g, pc, max_bits)
 
 
 def certify_result(laws: Sequence[Empirical], heads: Heads, g: GramResult, *, max_bits: int = 2048,
@@ -377,15 +371,17 @@ def certify_result(laws: Sequence[Empirical], heads: Heads, g: GramResult, *, ma
 
 def _gram_inputs(samples: Any, heads: Any, *, q_scale: float, b_scale: float,
                  dist: Literal["gaussian", "uniform"], seed: int, keep_matrix: bool, method: str,
-                 progress: bool, chunk: Any) -> _GramInputs:
+                 progress: bool, chunk: Any, spectrum: str = "extremal") -> _GramInputs:
     """The arguments of :func:`gram` validated and normalised: the samples, the heads (drawn
-    from the init law when counted), ``method``, ``chunk``, then the ``keep_matrix`` size limit,
-    in that order, so that the first bad argument is the one reported."""
+    from the init law when counted), ``method``, ``spectrum``, ``chunk``, then the ``keep_matrix``
+    size limit, in that order, so that the first bad argument is the one reported."""
     laws = as_laws(samples)
     _sizes.require_drawn_gram(laws, heads)  # a count of heads: heads and Gram estimated before drawing
     heads = _drawn_or_checked_heads(heads, laws[0].dim, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed)
     if method not in ("auto", "svd", "eigh"):
         raise InputError(f"method: expected 'auto', 'svd' or 'eigh', got {method!r}")
+    if spectrum not in ("extremal", "full"):
+        raise InputError(f"spectrum: expected 'extremal' or 'full', got {spectrum!r}")
     chunk = _as_chunk(chunk)
     sizes = tuple(SampleSize.of(law) for law in laws)
     M = _atom_count(laws)
@@ -393,7 +389,8 @@ def _gram_inputs(samples: Any, heads: Any, *, q_scale: float, b_scale: float,
     _sizes.require_gram(M, heads.count, heads.dim)
     if keep_matrix and M > MAX_EIGENVALUES:
         raise InputError(f"keep_matrix: the Gram is kept only up to {MAX_EIGENVALUES} distinct atoms, got M = {M}")
-    return _GramInputs(laws, heads, chunk, progress, sizes, M, full_spectrum=M <= MAX_EIGENVALUES)
+    return _GramInputs(laws, heads, chunk, progress, sizes, M, full_spectrum=M <= MAX_EIGENVALUES,
+                       want_full=spectrum == "full" or keep_matrix)
 
 
 def _size_notes(g: _GramInputs) -> list[str]:
@@ -418,66 +415,30 @@ def _size_notes(g: _GramInputs) -> list[str]:
     return notes
 
 
-def _svd_spectrum(g: _GramInputs, F: np.ndarray | None) -> _Spectrum:
-    """The spectrum from the SVD of ``F`` (formed here unless given)."""
-    if F is None:
-        F = g.features()
-    eig = _svd_eigenvalues(F)
-    return _Spectrum(eig, float(eig[0]), float(eig[-1]), "svd", RESOLUTION_SVD, F)
-
-
-def _eigh_spectrum(g: _GramInputs) -> _Spectrum:
-    """The spectrum of the Gram by ``eigvalsh``: formed from ``F`` up to ``MAX_EIGENVALUES``
-    atoms, beyond that accumulated over head blocks, where Cholesky + Lanczos gives the
-    extremal eigenvalues alone (``eigvalsh`` after all when it fails or ``H d < M``)."""
-    F: np.ndarray | None = None
-    if g.full_spectrum:
-        F = g.features()
-        G = _gram_lower(F)
-    else:
-        G = _gram_accumulated(g.laws, g.heads, g.chunk, g.progress)
-    ext = None if (g.full_spectrum or g.by_size) else _extremal_eigh(G)
-    if ext is not None:
-        return _Spectrum(None, ext[0], ext[1], "cholesky-lanczos", RESOLUTION_EIGH, F)
-    eig = np.linalg.eigvalsh(G, UPLO="L")  # G holds its lower triangle only
-    return _Spectrum(eig, float(eig[0]), float(eig[-1]), "eigvalsh", RESOLUTION_EIGH, F)
-
-
-def _spectrum(g: _GramInputs, method: str) -> tuple[_Spectrum, list[str]]:
-    """The spectrum by ``method``, with the fallback of ``"auto"`` to the SVD of ``F`` when
-    ``eigvalsh`` cannot resolve ``lambda_min`` and ``F`` fits in ``SVD_MEMORY_LIMIT`` bytes;
-    and the note saying so."""
-    if method == "svd":
-        return _svd_spectrum(g, None), []
-    spec = _eigh_spectrum(g)
-    if method == "auto" and not g.by_size and spec.lmax > 0 and spec.lmin / spec.lmax < RESOLUTION_EIGH:
-        if 8 * g.atoms * g.heads.count * g.heads.dim <= SVD_MEMORY_LIMIT:
-            return (_svd_spectrum(g, spec.features),
-                    ["eigvalsh could not resolve lambda_min (relative < 1e-10): recomputed from the SVD of F"])
-        return spec, ["lambda_min below the eigvalsh resolution and F too large for the SVD fallback"]
-    return spec, []
-
-
-def _certified_status(g: _GramInputs, lmin: float, lmax: float, *, resolution: float, certify: bool,
+def _certified_status(g: _GramInputs, spec: _Spectrum, fac: route.Factored | None, *, certify: bool,
                       max_bits: int) -> tuple[str, GramCertificate | None, list[str]]:
     """The status of the spectrum (:func:`spectrum_status`) and, with ``certify``, the certificate
-    (:func:`gram_certificate`; none for a Gram singular by size), which may make it "positive"."""
-    status = spectrum_status(lmin, lmax, by_size=g.by_size, resolution=resolution)
+    (:func:`gram_certificate`, on the pass ``fac`` already made when there is one; none for a Gram
+    singular by size), which may make it "positive"."""
+    status = spectrum_status(max(spec.lmin, 0.0), spec.lmax, by_size=g.by_size, resolution=spec.resolution)
     if not certify or g.by_size:
         return status, None, []
-    cert = gram_certificate(g.laws, g.heads, float64_positive=status == "positive", max_bits=max_bits,
-                            progress=g.progress, chunk=g.chunk)
+    if fac is None:  # the "svd" route made no pass over the heads
+        cert = gram_certificate(g.laws, g.heads, float64_positive=status == "positive", max_bits=max_bits,
+                                progress=g.progress, chunk=g.chunk)
+    else:
+        cert = route.certificate(g, fac, spec, float64_positive=status == "positive", max_bits=max_bits)
     new_status, notes = status_with_certificate(status, False, cert)
     return new_status, cert, notes
 
 
-def _gram_result(g: _GramInputs, spec: _Spectrum, notes: list[str], *, certify: bool, max_bits: int,
-                 keep_matrix: bool) -> GramResult:
+def _gram_result(g: _GramInputs, spec: _Spectrum, fac: route.Factored | None, notes: list[str], *, certify: bool,
+                 max_bits: int, keep_matrix: bool) -> GramResult:
     """The :class:`GramResult` of a spectrum: ``lambda_min`` clipped at 0 (rounding can make it
     negative), the status, certified when asked, and the kept matrix when asked."""
     lmin, lmax = max(spec.lmin, 0.0), spec.lmax
-    status, cert, cert_notes = _certified_status(g, lmin, lmax, resolution=spec.resolution, certify=certify,
-                                                 max_bits=max_bits)
+    status, cert, cert_notes = _certified_status(g, spec, fac, certify=certify, max_bits=max_bits)
+    del fac  # the work array (the M x M Gram) is no longer needed
     eig = spec.eig
     eigenvalues = tuple(float(max(v, 0.0)) for v in eig) if (eig is not None and g.full_spectrum) else None
     kept, kernel = (_kept_matrix(g, spec.features, eigenvalues, spec.resolution * lmax) if keep_matrix
@@ -500,6 +461,8 @@ def _gram_result(g: _GramInputs, spec: _Spectrum, notes: list[str], *, certify: 
         samples=g.sizes,
         matrix=kept,
         kernel_vectors=kernel,
+        lambda_min_tolerance=spec.tol_min,
+        lambda_max_tolerance=spec.tol_max,
     )
 
 
@@ -517,6 +480,7 @@ def gram(
     progress: bool = False,
     chunk: int = DEFAULT_CHUNK,
     max_bits: int = 2048,
+    spectrum: Literal["extremal", "full"] = "extremal",
 ) -> GramResult:
     r"""Spectrum of the attention NTK Gram at FixUp on the samples' distinct atoms.
 
@@ -546,19 +510,25 @@ def gram(
     certify : bool
         Attach a certificate (:func:`gram_certificate`): a rigorous lower bound on ``lambda_min``
         by the cheapest sound route, or the reason there is none. Without it, positivity is only
-        what float64 saw (``certified_positive`` is False).
+        what float64 saw (``certified_positive`` is False). It reuses the pass over the heads,
+        the Cholesky and the Lanczos estimate: one more Cholesky in the common case.
     method : {"auto", "svd", "eigh"}
-        ``"auto"``: ``eigvalsh`` of ``F F^T`` (``M <= 4096``) or Cholesky + Lanczos
-        (larger ``M``, ``F`` accumulated over head chunks and never stored), with the SVD
-        of ``F`` as fallback below relative ``1e-10``; ``"svd"``: always ``svdvals(F)``;
-        ``"eigh"``: never the SVD.
+        ``"auto"``: the Gram ``F F^T`` accumulated over head blocks (``F`` never stored), its
+        Cholesky and Lanczos steps for ``lambda_min`` and ``lambda_max`` (each with a residual
+        tolerance), ``eigvalsh`` where the full spectrum is needed (``spectrum``), and the SVD of
+        ``F`` as fallback below relative ``1e-10``; ``"svd"``: always ``svdvals(F)``; ``"eigh"``:
+        never the SVD.
+    spectrum : {"extremal", "full"}
+        ``"extremal"``: ``lambda_min`` and ``lambda_max`` only, plus every eigenvalue when the
+        report needs the observed kernel (``lambda_min`` near the rounding floor, or the
+        Cholesky fails); ``"full"``: every eigenvalue (``GramResult.eigenvalues``, for
+        ``M <= 4096``), by ``eigvalsh``.
     chunk : int
         Tile workspace bound of :func:`attention_features` (float64 entries). Peak memory
-        of ``"auto"``: ``8 M (H d + M)`` bytes for ``M <= 4096`` (``F`` and ``F F^T``), plus
-        ``eigvalsh``'s copy; above, ``16 M^2`` bytes (the Gram and its Cholesky factor) plus
-        one column block of ``F`` of at most ``8 max(2^25, 256 M)`` bytes (plus the SVD
-        fallback's ``8 M H d`` if it is needed and fits in 4 GiB). ``M`` counts distinct
-        atoms.
+        of ``"auto"``: ``8 M^2`` bytes (the Gram; its Cholesky factor and the Lanczos steps share
+        the array) plus one column block of ``F`` of at most ``8 max(2^25, 256 M)`` bytes, plus
+        ``eigvalsh``'s copy when the full spectrum is computed (plus the SVD fallback's
+        ``8 M H d`` if it is needed and fits in 4 GiB). ``M`` counts distinct atoms.
 
     Returns
     -------
@@ -588,7 +558,8 @@ def gram(
     ((8, 8), (8, 0))
     """
     g = _gram_inputs(samples, heads, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed,
-                     keep_matrix=keep_matrix, method=method, progress=progress, chunk=chunk)
+                     keep_matrix=keep_matrix, method=method, progress=progress, chunk=chunk, spectrum=spectrum)
     notes = _size_notes(g)
-    spec, spectrum_notes = _spectrum(g, method)
-    return _gram_result(g, spec, notes + spectrum_notes, certify=certify, max_bits=max_bits, keep_matrix=keep_matrix)
+    spec, spectrum_notes, fac = route.spectrum(g, method, certify)
+    return _gram_result(g, spec, fac, notes + spectrum_notes, certify=certify, max_bits=max_bits,
+                        keep_matrix=keep_matrix)

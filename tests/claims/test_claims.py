@@ -289,7 +289,7 @@ def test_mutation_gram_with_a_ridge_is_caught(monkeypatch, capsys):
 
     def ridge(samples, heads, **kw):
         g = real(samples, heads, **kw)
-        ev = np.asarray(g.eigenvalues) + 1e-3 * g.lambda_max
+        ev = np.asarray(g.eigenvalues if g.eigenvalues is not None else [g.lambda_min, g.lambda_max]) + 1e-3 * g.lambda_max
         return SimpleNamespace(lambda_min=float(ev[0]), lambda_max=float(ev[-1]), eigenvalues=tuple(ev))
 
     monkeypatch.setattr(G, "gram", ridge)

@@ -28,6 +28,7 @@ from ntkcheck.cli import main  # noqa: E402
 from ntkcheck.distributed import _tiled, distributed_gram, sweep  # noqa: E402
 from ntkcheck.errors import InputError  # noqa: E402
 from ntkcheck.ntk import _rounding as rnd  # noqa: E402
+from ntkcheck.ntk._extremal import smallest  # noqa: E402
 from ntkcheck.ntk.certificate import _gram_arb, certify_positive  # noqa: E402
 from ntkcheck.ntk.features import DEFAULT_CHUNK, attention_features, init_heads  # noqa: E402
 
@@ -118,7 +119,7 @@ def test_certificate_equals_the_serial_one_at_M2048(client, m2048):
     enc = rnd.enclosed_gram(laws, heads, DEFAULT_CHUNK)
     work = rnd.SymmetricWork(enc.G)
     assert work.factor(0.0) is not None
-    np.testing.assert_allclose(r.shift, 0.9 * work.smallest_eig_estimate(), rtol=1e-6)
+    np.testing.assert_allclose(r.shift, 0.9 * smallest(work).value, rtol=1e-6)
     t = r.shift
     s = work.factor(t)
     assert s is not None

@@ -428,7 +428,7 @@ def test_readme_repeated_token_gram_is_positive():
     atom Gram drops exactly that eigenvalue, and its positivity is certified in Arb."""
     X = _readme_tokens()
     heads = init_heads(default_head_count(47, 3), 3)
-    res = gram(X, heads)
+    res = gram(X, heads, spectrum="full")
     assert (res.atoms, res.tokens) == (47, 48)
     assert res.samples[2] == SampleSize(tokens=8, atoms=7, max_multiplicity=2)
     assert res.samples[0] == SampleSize(tokens=8, atoms=8, max_multiplicity=1)
