@@ -48,8 +48,8 @@ __all__ = ["CoercivitySetup", "SplitCertificate", "coercivity_setup", "split_cer
 
 #: radii per profile
 _GRID = 24
-#: profiles tried for the ``(Q, b)`` radius of one certificate
-_ITERATIONS = 6
+#: ``(Q, b)`` radii tried (a factor 2 apart)
+_RADII = 12
 
 
 @dataclass(frozen=True)
@@ -173,50 +173,69 @@ class SplitCertificate:
         return out
 
 
-def _cells(ell: np.ndarray, sigma: np.ndarray, kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    r"""Lower sums :math:`\Sigma(\ell_k)`, upper sums :math:`\Psi(\ell_k)` (step functions on
-    :math:`(\ell_{k-1}, \ell_k]`), and the number of leading cells with :math:`\sigma > 0`."""
-    widths = np.diff(np.concatenate([[0.0], ell]))
-    pos = int(np.argmin(sigma > 0)) if not np.all(sigma > 0) else len(sigma)
-    s = np.where(sigma > 0, sigma, 0.0)
-    Sig = np.cumsum(s * widths) * (1.0 - 1e-12)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        integrand = np.where(sigma > 0, ell * kappa / np.where(sigma > 0, sigma, 1.0), np.inf)
-    Psi = np.cumsum(integrand * widths) * (1.0 + 1e-12)
-    return Sig, Psi, pos
+@dataclass(frozen=True)
+class _Profile:
+    r"""One profile on the radius grid, with the step-function integrals: :math:`\Sigma` at the cell ends
+    (lower sums), :math:`\Psi` at the cell ends (upper sums), the slopes :math:`c_k = \ell_k\kappa_k/\sigma_k` of
+    :math:`\Psi` in each cell, and ``pos`` the number of leading cells with :math:`\sigma > 0`."""
 
+    rq: float
+    ell: np.ndarray
+    values: dict
+    Sig: np.ndarray
+    Psi: np.ndarray
+    slope: np.ndarray
+    pos: int
 
-def _check(ell: np.ndarray, prof: dict[str, np.ndarray], rq: float, u0: float) -> dict[str, float] | None:
-    """The theorem's conditions for ``u0`` on one profile: ``None`` or the guarantee's numbers."""
-    sigma, kappa = prof["sigma"], prof["kappa"]
-    Sig, Psi, pos = _cells(ell, sigma, kappa)
-    hit = np.nonzero(Sig[:pos] > u0)[0]
-    if not hit.size:
-        return None
-    k = int(hit[0])
-    prev_S = Sig[k - 1] if k > 0 else 0.0
-    prev_l = ell[k - 1] if k > 0 else 0.0
-    W = (prev_l + (u0 - prev_S) / (sigma[k] * (1.0 - 1e-12))) * (1.0 + 1e-12)
-    W = min(W, float(ell[k]))
-    psi = (Psi[k - 1] if k > 0 else 0.0) + ell[k] * kappa[k] / sigma[k] * (W - prev_l) * (1.0 + 1e-12)
-    if not psi < rq:
-        return None
-    return {"k": k, "W": W, "psi": float(psi), "sigma_low": float(np.min(sigma[:k + 1])),
-            "radius_V": float(ell[k])}
+    @classmethod
+    def of(cls, ell: np.ndarray, values: dict, rq: float) -> _Profile:
+        sigma, kappa = values["sigma"], values["kappa"]
+        widths = np.diff(np.concatenate([[0.0], ell]))
+        pos = int(np.argmin(sigma > 0)) if not np.all(sigma > 0) else len(sigma)
+        s = np.where(sigma > 0, sigma, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            slope = np.where(sigma > 0, ell * kappa / np.where(sigma > 0, sigma, 1.0), np.inf) * (1.0 + 1e-12)
+            Psi = np.cumsum(slope * widths) * (1.0 + 1e-12)
+        return cls(rq, ell, values, np.cumsum(s * widths) * (1.0 - 1e-12), Psi, slope, pos)
 
+    def _prev(self, k: int) -> tuple[float, float, float]:
+        return (float(self.ell[k - 1]), float(self.Sig[k - 1]), float(self.Psi[k - 1])) if k > 0 else (0.0, 0.0, 0.0)
 
-def _u0_max(ell: np.ndarray, prof: dict[str, np.ndarray], rq: float) -> float:
-    r"""Largest :math:`u_0` this profile certifies: :math:`\Sigma(\ell_k)` at the last ``k`` with
-    :math:`\sigma > 0` up to it and :math:`\Psi(\ell_k) < r_q`."""
-    k = _last_cell(ell, prof, rq)
-    return float(_cells(ell, prof["sigma"], prof["kappa"])[0][k]) if k >= 0 else 0.0
+    def u0_max(self) -> float:
+        r"""Supremum of the :math:`u_0` this profile certifies: :math:`\Sigma(W) = u_0` with :math:`\Psi(W) < r_q`
+        and :math:`\sigma > 0` on :math:`[0, W]` (solved inside the cell where :math:`\Psi` reaches :math:`r_q`)."""
+        for k in range(self.pos):
+            if self.Psi[k] < self.rq:
+                continue
+            l0, S0, P0 = self._prev(k)
+            W = l0 + max(self.rq - P0, 0.0) / self.slope[k] if math.isfinite(self.slope[k]) else l0
+            return max(S0 + self.values["sigma"][k] * (W - l0), 0.0) * (1.0 - 1e-12)
+        return float(self.Sig[self.pos - 1]) * (1.0 - 1e-12) if self.pos else 0.0
 
+    def guarantee(self, u0: float) -> dict[str, float] | None:
+        r"""The guarantee for ``u0`` (``None`` unless ``u0 < u0_max()``): the cell reached, ``W``, :math:`\Psi(W)`,
+        the smallest :math:`\sigma` up to ``W``."""
+        if not (u0 < self.u0_max() and u0 >= 0.0):
+            return None
+        hit = np.nonzero(self.Sig[:self.pos] > u0)[0]
+        if not hit.size:
+            return None
+        k = int(hit[0])
+        l0, S0, P0 = self._prev(k)
+        sig = self.values["sigma"]
+        W = min((l0 + (u0 - S0) / sig[k]) * (1.0 + 1e-12), float(self.ell[k]))
+        psi = (P0 + self.slope[k] * (W - l0)) * (1.0 + 1e-12)
+        if not psi < self.rq:  # the conditions checked on the numbers reported, not only through u0_max
+            return None
+        return {"k": k, "W": W, "psi": psi, "sigma_low": float(np.min(sig[:k + 1])), "radius_V": float(self.ell[k])}
 
-def _last_cell(ell: np.ndarray, prof: dict[str, np.ndarray], rq: float) -> int:
-    r"""Index of the last radius up to which the profile certifies (``-1``: none)."""
-    Sig, Psi, pos = _cells(ell, prof["sigma"], prof["kappa"])
-    ok = np.nonzero(Psi[:pos] < rq)[0]
-    return int(ok[-1]) if ok.size else -1
+    def last_cell(self) -> int:
+        """The cell where the largest certifiable :math:`u_0` ends (``-1``: none)."""
+        u = self.u0_max()
+        if not u > 0:
+            return -1
+        hit = np.nonzero(self.Sig[:self.pos] >= u)[0]
+        return int(hit[0]) if hit.size else self.pos - 1
 
 
 def _radius_grid(setup: CoercivitySetup) -> np.ndarray:
@@ -230,71 +249,35 @@ def _radius_grid(setup: CoercivitySetup) -> np.ndarray:
     return end * (np.arange(1, _GRID + 1) / _GRID) ** 1.5
 
 
-def _psi_needed(ell: np.ndarray, prof: dict[str, np.ndarray], u0: float) -> float:
-    r""":math:`\Psi(W)` on this profile (``inf`` when :math:`\Sigma` never reaches ``u0``)."""
-    Sig, Psi, pos = _cells(ell, prof["sigma"], prof["kappa"])
-    hit = np.nonzero(Sig[:pos] > u0)[0]
-    return float(Psi[hit[0]]) if hit.size else math.inf
-
-
-def _threshold_search(ell: np.ndarray, prof: Any, cache: dict, setup: CoercivitySetup) -> tuple[float, float]:
-    r"""Largest :math:`u_0` certified over ``(Q, b)`` radii: the profiles already computed, four radii a
-    factor 4 apart below the scale :math:`s\,\ell_{end}^2/(2\sigma_0)`, then halving steps around the best."""
-    ref = max(setup.s_lin, 1e-6) * float(ell[-1]) ** 2 / (2.0 * setup.sigma0)
-    for f in (1 / 64, 1 / 16, 1 / 4, 1.0):
-        prof(ref * f)
-    best = max(((_u0_max(ell, p, r), r) for r, p in cache.items()), default=(0.0, ref))
-    for f in (2.0, 0.5, math.sqrt(2.0), 1 / math.sqrt(2.0)):
-        r = best[1] * f
-        val = _u0_max(ell, prof(r), r)
-        if val > best[0]:
-            best = (val, r)
-    return best
-
-
 def split_certificate(setup: CoercivitySetup, loss_initial: float) -> SplitCertificate:
-    r"""The theorem (module docstring) for ``loss_initial``. The ``(Q, b)`` radius is found by a fixed
-    point: start at the smallest possible, :math:`s\,u_0^2/(2\sigma_0^3)`, and set it to
-    :math:`1.2\,\Psi(W)` of the last profile until the profile certifies (at most
-    :data:`_ITERATIONS` profiles); the threshold is the largest :math:`u_0` certified by the profiles
-    computed, after a short search of the radius that maximises it."""
+    r"""The theorem (module docstring) for ``loss_initial``, on a fixed set of ``(Q, b)`` radii: the
+    profiles do not depend on the loss, so ``certified`` holds exactly when ``loss_initial`` is below
+    ``threshold``; among the radii that certify, the one with the best rate is reported. The radii:
+    :data:`_RADII` values a factor 2 apart up to :math:`2\,s\,\ell_{end}^2/\sigma_0` (the ``(Q, b)``
+    displacement the largest radius of the grid would need)."""
     u0 = math.sqrt(2.0 * float(loss_initial)) * (1.0 + 1e-15)
     ell = _radius_grid(setup)
-    cache: dict[float, dict[str, np.ndarray]] = {}
-
-    def prof(rq: float) -> dict[str, np.ndarray]:
-        if rq not in cache:
-            cache[rq] = setup.profile(ell, rq)
-        return cache[rq]
-
-    best = None
-    rq = max(setup.s_lin, 1e-6) * u0 * u0 / (2.0 * setup.sigma0**3) * 1.5
-    for _ in range(_ITERATIONS if u0 > 0 else 0):
-        got = _check(ell, prof(rq), rq, u0)
-        if got is not None:
-            best = (got, prof(rq), rq)
-            break
-        need = _psi_needed(ell, prof(rq), u0)
-        if not need < 20.0 * rq:  # never reached, or diverging: larger radii only lower sigma
-            break
-        rq = max(need * 1.2, rq * 1.2)
-    u0max, rq_best = _threshold_search(ell, prof, cache, setup)
-    threshold = u0max * u0max / 2.0 * (1.0 - 1e-12)
+    top = 2.0 * max(setup.s_lin, 1e-6) * float(ell[-1]) ** 2 / setup.sigma0
+    profiles = [_Profile.of(ell, setup.profile(ell, float(r)), float(r)) for r in top * 2.0 ** -np.arange(_RADII)]
+    u0max = max(p.u0_max() for p in profiles)
+    threshold = float(u0max * u0max / 2.0 * (1.0 - 1e-12))
+    found = [(g, p) for p in profiles if (g := p.guarantee(u0)) is not None]
     nan = float("nan")
-    if best is None:  # the region of the largest certifiable loss, for the report
-        p = prof(rq_best)
-        k = _last_cell(ell, p, rq_best)
+    if not found:  # the region of the largest certifiable loss, for the report
+        p = max(profiles, key=lambda q: q.u0_max())
+        k = p.last_cell()
         if k < 0:
             return SplitCertificate(False, float(loss_initial), nan, nan, nan, nan, nan, nan, threshold, setup.sigma0,
                                     nan, nan, nan, setup.linear, setup.quadratic)
-        return SplitCertificate(False, float(loss_initial), float(ell[k]), rq_best, nan, float(np.min(p["sigma"][:k + 1])),
-                                nan, nan, threshold, setup.sigma0, float(p["kappa"][k]), float(p["rho"][k]),
-                                float(p["sigma_lin"][k]), setup.linear, setup.quadratic,
-                                {"radius": ell[:k + 1], "sigma": p["sigma"][:k + 1], "kappa": p["kappa"][:k + 1]})
-    got, p, rq = best
-    k = got["k"]
-    keep = {"radius": ell[:k + 1], "sigma": p["sigma"][:k + 1], "kappa": p["kappa"][:k + 1]}
-    return SplitCertificate(True, float(loss_initial), got["radius_V"], rq, got["W"], got["sigma_low"],
+        v = p.values
+        return SplitCertificate(False, float(loss_initial), float(ell[k]), p.rq, nan, float(np.min(v["sigma"][:k + 1])),
+                                nan, nan, threshold, setup.sigma0, float(v["kappa"][k]), float(v["rho"][k]),
+                                float(v["sigma_lin"][k]), setup.linear, setup.quadratic,
+                                {"radius": ell[:k + 1], "sigma": v["sigma"][:k + 1], "kappa": v["kappa"][:k + 1]})
+    got, p = max(found, key=lambda gp: gp[0]["sigma_low"])
+    k, v = got["k"], p.values
+    keep = {"radius": ell[:k + 1], "sigma": v["sigma"][:k + 1], "kappa": v["kappa"][:k + 1]}
+    return SplitCertificate(True, float(loss_initial), got["radius_V"], p.rq, got["W"], got["sigma_low"],
                             2.0 * got["sigma_low"] ** 2 * (1.0 - 1e-12), got["psi"], threshold, setup.sigma0,
-                            float(p["kappa"][k]), float(p["rho"][k]), float(p["sigma_lin"][k]), setup.linear,
+                            float(v["kappa"][k]), float(v["rho"][k]), float(v["sigma_lin"][k]), setup.linear,
                             setup.quadratic, keep)
