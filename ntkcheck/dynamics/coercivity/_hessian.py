@@ -146,5 +146,5 @@ def termwise_etas(stats: list[SampleStats]) -> tuple[np.ndarray, np.ndarray, np.
         c0 = region(st, z, z, z, 0.0)
         mv, hd = motion(st, c0, 1.0), head(st, c0, 1.0)
         for k, (e1, e2) in enumerate(((mv, mv), (mv, hd), (hd, hd))):
-            acc[k] += np.sum(st.w * d2(c0, e1, e2)[0], axis=-1) ** 2
+            acc[k] += np.sum(st.w * d2(c0, e1, e2)[0][0], axis=-1) ** 2  # batch of one region
     return tuple(up(np.sqrt(acc)))  # type: ignore[return-value]
