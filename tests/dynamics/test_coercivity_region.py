@@ -33,9 +33,16 @@ def _data(d: int, n: int = 3, N: int = 3, seed: int = 0):
     return [rng.standard_normal((N, d)) for _ in range(n)]
 
 
-CASES = {
-    "d=2, H=3, L=2": (_data(2), 3, 2),
-    "d=3, H=2, L=3": (_data(3, n=2, seed=5), 2, 3),
+def _bundled():
+    from ntkcheck.io.files import bundled_path, load_samples
+
+    return load_samples(bundled_path("screen_default.npz"))[:4]
+
+
+CASES = {  # samples, heads, layers, seed of the heads
+    "d=2, H=3, L=2": (_data(2), 3, 2, 1),
+    "d=3, H=2, L=3": (_data(3, n=2, seed=5), 2, 3, 1),
+    "README example (d=3, H=16, L=4)": (_bundled(), 16, 4, 0),
 }
 
 
@@ -146,8 +153,8 @@ def test_region_bounds_hold_at_random_and_adversarial_points(name, fallback, mon
     if fallback:
         monkeypatch.setattr(_hessian, "MAX_MOTION", 0)
         monkeypatch.setattr(_linear, "MAX_ENTRIES", 0)
-    samples, H, L = CASES[name]
-    p = init_params(samples[0].shape[1], H, seed=1)
+    samples, H, L, seed = CASES[name]
+    p = init_params(samples[0].shape[1], H, seed=seed)
     setup = _setup(samples, p, L)
     assert setup is not None
     assert (setup.linear, setup.quadratic) == (("weyl", "termwise") if fallback else ("eigenblocks", "hessian"))
@@ -165,8 +172,8 @@ def test_region_bounds_hold_at_random_and_adversarial_points(name, fallback, mon
 def _small_region_worst(smallest=False):
     """The worst values on the small region of the first case (``smallest``: the grid's first radius
     and ``r_q = 0``, where the quadratic term of the remainder dominates the term-by-term part 100 to 1)."""
-    samples, H, L = CASES["d=2, H=3, L=2"]
-    p = init_params(2, H, seed=1)
+    samples, H, L, seed = CASES["d=2, H=3, L=2"]
+    p = init_params(2, H, seed=seed)
     setup = _setup(samples, p, L)
     rV, rq = (float(_radius_grid(setup)[0]), 0.0) if smallest else _radii(setup)[0]
     return setup, rV, rq, _worst(_Probe(samples, p, L), rV, rq, seed=0)
