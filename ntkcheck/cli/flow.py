@@ -270,8 +270,10 @@ def _print_certificate(res: Any) -> None:
               f"{'' if cert.eq31_guaranteed else ', not implied'}), displacement <= {cert.displacement_bound:.4g}: "
               f"{verdict}")
     else:
-        print(f"  no guarantee: the initial loss is {cert.excess_factor:.3g} times too large "
-              f"(targets {cert.excess_factor ** 0.5:.3g} times too far; the measured rate above is evidence only)")
+        print(fit([f"  no guarantee: the initial loss is {cert.excess_factor:.3g} times too large "
+                   f"(targets {cert.excess_factor ** 0.5:.3g} times too far; the measured rate above is evidence only)"
+                   + ("; the split region was not tried: --max-seconds was spent by the run"
+                      if getattr(cert, "split_skipped", False) else "")]))
 
 
 def _print_region(res: Any, cert: Any) -> None:

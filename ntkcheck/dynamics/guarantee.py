@@ -26,7 +26,7 @@ seed 003 ("Training Infinitely Deep and Wide Transformers") Thm. 4.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -99,6 +99,8 @@ class ConvergenceCertificate:
         :math:`2\,\sigma_{\rm low}^2`).
     split : SplitCertificate or None
         The split-region theorem's details (``"split-region"``).
+    split_skipped : bool
+        The split region was not tried: the time budget (``seconds``) was spent by then.
 
     For ``"split-region"``, ``deviation`` bounds :math:`\|B_V(\theta) - B_V(\theta_0)\|` on the region and
     ``L_K`` is the centred constant at the region's scale, :math:`\sup\|K(\theta) - K_0\| / r_V`; for a
@@ -124,6 +126,7 @@ class ConvergenceCertificate:
     radius_psi: float = float("nan")
     sigma_low: float = float("nan")
     split: SplitCertificate | None = None
+    split_skipped: bool = False
 
     @property
     def eq31_guaranteed(self) -> bool:
@@ -139,8 +142,9 @@ class ConvergenceCertificate:
         if self.certified:
             return (f"certified: Loss(0) = {self.loss_initial:.3e} <= {self.threshold:.3e}; "
                     f"Loss(s) <= exp(-{self.rate_guaranteed:.4g} s) Loss(0), displacement <= {self.displacement_bound:.3g}")
+        skipped = " (the split region was not tried: the time budget was spent)" if self.split_skipped else ""
         return (f"not certified: Loss(0) = {self.loss_initial:.3e} exceeds the certifiable {self.threshold:.3e} "
-                f"by a factor {self.excess_factor:.3g}")
+                f"by a factor {self.excess_factor:.3g}{skipped}")
 
     def __repr__(self) -> str:
         return f"ConvergenceCertificate({self.message}; L_K <= {self.L_K:.4g}, lambda_0 >= {self.lambda_0:.4g})"
@@ -208,16 +212,22 @@ def certificate_from_spectrum(
     loss_initial: float,
     T: float = 1.0,
     loss: str = "readout",
+    seconds: float | None = None,
 ) -> ConvergenceCertificate:
     r"""The certificate for the initial loss ``loss_initial``.
 
     The spectrum of :math:`K_0` is proved here (:func:`ntkcheck.dynamics.spectrum_bound.certified_spectrum`);
     ``lambda_min``, ``lambda_max`` (float64, e.g. from :func:`ntkcheck.dynamics.ntk.ntk_spectrum`) are used,
     widened by ``ROUNDING_MARGIN``, only where it cannot be proved, and then nothing is certified.
+    ``seconds`` (``None``: no limit): once spent after the ball bound, the split region is not tried,
+    and its profiles stop (fewer ``(Q, b)`` radii: a smaller threshold, never a wrong one).
     See :func:`convergence_certificate`.
     """
+    import time
+
     from .spectrum_bound import certified_spectrum
 
+    deadline = None if seconds is None else time.perf_counter() + float(seconds)
     if not all(np.isfinite(v) for v in (lambda_min, lambda_max, loss_initial)) or loss_initial < 0:
         raise DomainError(f"expected finite lambda_min, lambda_max and loss_initial >= 0, got "
                           f"{lambda_min!r}, {lambda_max!r}, {loss_initial!r}")
@@ -255,11 +265,13 @@ def certificate_from_spectrum(
                                   bound, sigma_low=float(low) if certified else nan)
     if not (spec.proved and loss == "readout" and sc.centre is not None):
         return ball
+    if deadline is not None and time.perf_counter() >= deadline:  # the time is spent: the ball only
+        return replace(ball, split_skipped=True)
     setup = coercivity_setup(samples, params, layers=int(layers), T=float(T), lambda_0=lam0, k_ball=spec.kernel,
                              centre=sc.centre)
     if setup is None:
         return ball
-    split = split_certificate(setup, L0)
+    split = split_certificate(setup, L0, deadline=deadline)
     if (ball.certified and not split.certified) or (not split.certified and split.threshold < ball.threshold):
         return ball
     return _from_split(split, ball, setup)

@@ -33,6 +33,7 @@ References: seed 002 ("A Mean-Field Theory of Transformers") Thm. 8.5; ``theory/
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,16 +250,21 @@ def _radius_grid(setup: CoercivitySetup) -> np.ndarray:
     return end * (np.arange(1, _GRID + 1) / _GRID) ** 1.5
 
 
-def split_certificate(setup: CoercivitySetup, loss_initial: float) -> SplitCertificate:
+def split_certificate(setup: CoercivitySetup, loss_initial: float, deadline: float | None = None) -> SplitCertificate:
     r"""The theorem (module docstring) for ``loss_initial``, on a fixed set of ``(Q, b)`` radii: the
     profiles do not depend on the loss, so ``certified`` holds exactly when ``loss_initial`` is below
     ``threshold``; among the radii that certify, the one with the best rate is reported. The radii:
     :data:`_RADII` values a factor 2 apart up to :math:`2\,s\,\ell_{end}^2/\sigma_0` (the ``(Q, b)``
-    displacement the largest radius of the grid would need)."""
+    displacement the largest radius of the grid would need). ``deadline`` (``time.perf_counter()``):
+    no further radius is tried once it has passed (at least one is)."""
     u0 = math.sqrt(2.0 * float(loss_initial)) * (1.0 + 1e-15)
     ell = _radius_grid(setup)
     top = 2.0 * max(setup.s_lin, 1e-6) * float(ell[-1]) ** 2 / setup.sigma0
-    profiles = [_Profile.of(ell, setup.profile(ell, float(r)), float(r)) for r in top * 2.0 ** -np.arange(_RADII)]
+    profiles: list[_Profile] = []
+    for r in top * 2.0 ** -np.arange(_RADII):
+        if profiles and deadline is not None and time.perf_counter() >= deadline:
+            break
+        profiles.append(_Profile.of(ell, setup.profile(ell, float(r)), float(r)))
     u0max = max(p.u0_max() for p in profiles)
     threshold = float(u0max * u0max / 2.0 * (1.0 - 1e-12))
     found = [(g, p) for p in profiles if (g := p.guarantee(u0)) is not None]
