@@ -280,12 +280,14 @@ def certificate_from_spectrum(
 def _from_split(split: SplitCertificate, ball: ConvergenceCertificate, setup: Any) -> ConvergenceCertificate:
     r"""The certificate of the split-region theorem (:mod:`ntkcheck.dynamics.coercivity.split`), with the
     ball's eq. 30 threshold for comparison. On the region: :math:`\|B_V - B_V(\theta_0)\| \le c\,r_V + s\,r_q
-    + \bar\rho_V` (Weyl form of the linear part), :math:`\|B_\psi\| \le \kappa r_V`, so
-    :math:`\|K - K_0\| \le b(2\sqrt\Lambda + b)` with :math:`b^2 = \mathrm{dev}^2 + (\kappa r_V)^2`."""
+    + \bar\rho_V = \mathrm{dev}` (Weyl form of the linear part), :math:`\|B_\psi\| \le \kappa r_V`; since
+    :math:`B_\psi(\theta_0) = 0`, :math:`K - K_0 = (B_VB_V^* - B_{V0}B_{V0}^*) + B_\psi B_\psi^*`, so
+    :math:`\|K - K_0\| \le \mathrm{dev}(2\sqrt\Lambda + \mathrm{dev}) + (\kappa r_V)^2` (reported as ``L_K``
+    after division by :math:`r_V`; the theorem does not use it)."""
     rV, rq = split.radius_V, split.radius_psi
     dev = (setup.c_lin * rV + setup.s_lin * rq + split.rho) * (1.0 + 1e-12)
-    b = math.sqrt(dev * dev + (split.kappa * rV) ** 2) * (1.0 + 1e-12)
-    LK = b * (2.0 * math.sqrt(ball.lambda_max_0) + b) / rV * (1.0 + 1e-12) if rV > 0 else float("nan")
+    kc = (dev * (2.0 * math.sqrt(ball.lambda_max_0) + dev) + (split.kappa * rV) ** 2) * (1.0 + 1e-12)
+    LK = kc / rV * (1.0 + 1e-12) if rV > 0 else float("nan")
     excess = ball.loss_initial / split.threshold if split.threshold > 0 else math.inf
     return ConvergenceCertificate(split.certified, ball.loss_initial, ball.lambda_0, ball.lambda_max_0, ball.spectrum_proved,
                                   rV, dev, LK, split.threshold, excess, ball.threshold_eq30, split.displacement_bound,

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from ntkcheck.dynamics import gradient_flow, init_params, loss_and_grad
 from ntkcheck.dynamics.coercivity.split import _Profile
 from ntkcheck.dynamics.guarantee import certificate_from_spectrum, convergence_certificate
+from ntkcheck.dynamics.lipschitz_search import region_search
 from ntkcheck.dynamics.ntk import ntk_spectrum
 
 # sigma(l) = s0 - a l - b l^2 (decreasing), kappa(l) = k0 + c l (increasing): closed-form integrals
@@ -147,6 +148,10 @@ def test_guarantee_obeyed_by_the_flow(seed, d, n, N, H, L):
     assert cert.certified and cert.method == "split-region"
     assert 0 < cert.rate_guaranteed and cert.displacement_bound <= cert.radius
     assert _run_against(samples, p, L, y, cert) == []
+    # the region's reported bounds against the package's adversary on it (Jacobians of the model)
+    found = region_search(samples, p, layers=L, radius_V=cert.radius, radius_psi=cert.radius_psi, evaluations=60)
+    assert found.sigma_min >= cert.sigma_low and found.kappa <= cert.split.kappa
+    assert found.deviation_V <= cert.deviation and found.K_change <= cert.L_K
     far = convergence_certificate(samples, p, _targets_at(samples, p, L, u, 1.1 * base.threshold), layers=L)
     assert not far.certified
 
