@@ -256,8 +256,11 @@ def _print_certificate(res: Any) -> None:
     how = "proved (ball arithmetic)" if cert.spectrum_proved else "float64 only, NOT proved"
     print(f"certificate (Thm. 8.5, sharpened): {'CERTIFIED' if cert.certified else 'not certified'}; lambda_0 >= "
           f"{cert.lambda_0:.6g}, Lambda <= {cert.lambda_max_0:.6g} ({how})")
-    print(f"  ball D <= {cert.radius:.3g}: Jacobian moves by at most {cert.deviation:.3g}, L_K <= {cert.L_K:.4g} "
-          f"(certified); best ratio found {res.lipschitz_lower:.4g} (L_K / found = {res.lipschitz_ratio:.3g})")
+    if cert.method == "split-region":
+        _print_region(res, cert)
+    else:
+        print(f"  ball D <= {cert.radius:.3g}: Jacobian moves by at most {cert.deviation:.3g}, L_K <= {cert.L_K:.4g} "
+              f"(certified); best ratio found {res.lipschitz_lower:.4g} (L_K / found = {res.lipschitz_ratio:.3g})")
     eps_max = (2.0 * cert.threshold) ** 0.5
     print(f"  certifiable: Loss(0) <= {cert.threshold:.4e} (--eps <= {eps_max:.4g}); Loss(0) / that = "
           f"{cert.excess_factor:.4g} (the corrected eq. 30 alone: Loss(0) <= {cert.threshold_eq30:.3e})")
@@ -267,8 +270,27 @@ def _print_certificate(res: Any) -> None:
               f"{'' if cert.eq31_guaranteed else ', not implied'}), displacement <= {cert.displacement_bound:.4g}: "
               f"{verdict}")
     else:
-        print(f"  no guarantee: the initial loss is {cert.excess_factor:.3g} times too large "
-              f"(targets {cert.excess_factor ** 0.5:.3g} times too far; the measured rate above is evidence only)")
+        print(fit([f"  no guarantee: the initial loss is {cert.excess_factor:.3g} times too large "
+                   f"(targets {cert.excess_factor ** 0.5:.3g} times too far; the measured rate above is evidence only)"
+                   + ("; the split region was not tried: --max-seconds was spent by the run"
+                      if getattr(cert, "split_skipped", False) else "")]))
+
+
+def _print_region(res: Any, cert: Any) -> None:
+    """The split region's lines: its radii, the certified coercivity and deviations beside what the
+    search found there (ntkcheck.dynamics.lipschitz_search.region_search)."""
+    sp = cert.split
+    found = res.lipschitz_search
+    drop = sp.sigma_0 - cert.sigma_low
+    print(f"  region |V| <= {cert.radius:.3g}, |(Q, b) moved| <= {cert.radius_psi:.3g} (rho norms): sigma_min(B) >= "
+          f"{cert.sigma_low:.4g} (sqrt(lambda_0) - {drop:.3g}), |B_V - B_V0| <= {cert.deviation:.3g}, "
+          f"|B_psi| <= {sp.kappa:.3g} |V|, |K - K_0| / r_V <= {cert.L_K:.4g} (certified)")
+    if found is not None and hasattr(found, "sigma_min"):
+        fd = sp.sigma_0 - found.sigma_min
+        ratio = drop / fd if fd > 0 else float("nan")
+        print(f"  found there: sigma_min {found.sigma_min:.4g} (drop {fd:.3g}, certified / found {ratio:.3g}), "
+              f"|B_V - B_V0| {found.deviation_V:.3g}, |B_psi| / |V| {found.kappa:.3g}, |K - K_0| / r_V "
+              f"{found.K_change:.4g} (L_K / found = {res.lipschitz_ratio:.3g})")
 
 
 def _measured(res: Any) -> str:

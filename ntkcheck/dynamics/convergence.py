@@ -23,6 +23,7 @@ References: seed 002 Thm. 8.5 (eqs. 30, 31); seed 003 Thm. 4.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,8 +62,10 @@ class LocalConvergence:
         the corrected constants, :math:`2\sqrt{2\Lambda+\lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0`
         (guaranteed only when ``certificate.certified``)
     lipschitz_lower : the largest :math:`\|K(\theta)-K(\theta')\|/D(\theta,\theta')` found on the
-        certificate's ball (:func:`ntkcheck.dynamics.lipschitz_search.lipschitz_search`): a lower bound
-        on the true constant, beside the certified ``certificate.L_K`` (``lipschitz_ratio`` = their ratio)
+        certificate's ball (:func:`ntkcheck.dynamics.lipschitz_search.lipschitz_search`), or for a
+        split-region certificate the largest :math:`\|K(\theta) - K_0\|/r_V` found on its region
+        (:func:`~ntkcheck.dynamics.lipschitz_search.region_search`): a lower bound on the true constant,
+        beside the certified ``certificate.L_K`` (``lipschitz_ratio`` = their ratio)
     certificate : :class:`ntkcheck.dynamics.guarantee.ConvergenceCertificate` or None
         Whether seed 002 Thm. 8.5 (sharpened, proved constants) guarantees the run and, if so, the
         guaranteed rate and radius; ``None`` for per-layer heads (the bound covers shared heads).
@@ -71,7 +74,7 @@ class LocalConvergence:
     guarantee_holds : when certified, whether every record obeys the guaranteed envelope
         :math:`e^{-\text{rate}\,s}\mathcal L(0)` (up to the floor and the integration tolerance) and the
         displacement stays within the guaranteed radius; ``None`` when nothing is certified
-    lipschitz_search : the search behind ``lipschitz_lower`` (or None)
+    lipschitz_search : the search behind ``lipschitz_lower`` (``LipschitzSearch``, ``RegionSearch`` or None)
     """
 
     loss_kind: str
@@ -137,7 +140,10 @@ def _certificate(c: Any) -> Any:
 
 
 def _search(s: Any) -> Any:
-    from .lipschitz_search import LipschitzSearch
+    from .lipschitz_search import LipschitzSearch, RegionSearch
+
+    if isinstance(s, dict) and "radius_V" in s:
+        return RegionSearch.from_dict(s)
 
     return None if s is None else LipschitzSearch.from_dict(s)
 
@@ -177,12 +183,14 @@ def local_convergence(
     the slowest linearised mode needs to lose ``decades`` decades of loss,
     :math:`\text{decades}\cdot\ln 10/(2\lambda_0)`. ``loss_target`` stops the run as soon as
     the loss reaches it, ``time_budget`` after that many wall-clock seconds (as in
-    :func:`~ntkcheck.dynamics.flow.gradient_flow`). ``certify``: compute the certificate
+    :func:`~ntkcheck.dynamics.flow.gradient_flow`; what the run leaves of it bounds the certificate's
+    split region and the search, which are skipped once it is spent). ``certify``: compute the certificate
     (:mod:`ntkcheck.dynamics.guarantee`, a few seconds), and ``search_evaluations`` NTKs for the
     Lipschitz search on its ball (0: no search).
 
     References: seed 002 Thm. 8.5 (eq. 31 and the displacement bound), seed 003 Thm. 4.
     """
+    started = time.perf_counter()
     if not (np.isfinite(eps) and eps > 0):
         raise DomainError(f"eps must be finite and > 0, got {eps!r}")
     if eps > 1e150:
@@ -230,28 +238,55 @@ def local_convergence(
     bound = 2.0 * math.sqrt(2.0 * lamM + lam0) / lam0 * math.sqrt(L0) if lam0 > 0 else float("inf")
     cert, search, holds = None, None, None
     if certify and not params.per_layer:
-        from .guarantee import certificate_from_spectrum
-
-        cert = certificate_from_spectrum(samples, params, layers=int(layers), T=float(T), loss=loss, lambda_min=lam0,
-                                         lambda_max=lamM, loss_initial=float(L0))
-        if search_evaluations > 0 and np.isfinite(cert.radius) and cert.radius > 0:
-            from .lipschitz_search import lipschitz_search
-
-            try:
-                search = lipschitz_search(samples, params, layers=int(layers), T=float(T), loss=loss,
-                                          radius=cert.radius, evaluations=search_evaluations, seconds=10.0, seed=seed)
-            except DomainError:  # the dense NTKs of the search are over the memory budget: no search
-                search = None
-        if cert.certified:
-            tol = max(1e-6, 10.0 * rtol)
-            holds = bool(np.all(Ls <= np.exp(-cert.rate_guaranteed * s) * L0 * (1.0 + tol) + floor)
-                         and disp.max() <= cert.displacement_bound * (1.0 + tol) + 10.0 * atol)
-    lip = search.best_ratio if search is not None else float("nan")
+        left = None if time_budget is None else max(float(time_budget) - (time.perf_counter() - started), 0.0)
+        cert, search, holds = _certify(samples, params, int(layers), float(T), loss, lam0, lamM, float(L0), s, Ls, disp,
+                                       floor, rtol, atol, seed, search_evaluations, left)
+    lip = float("nan") if search is None else getattr(search, "K_change", getattr(search, "best_ratio", float("nan")))
     return LocalConvergence(
         loss, float(eps), params.heads, int(layers), float(T), params.per_layer, lam0, lamM, float(L0), float(Ls[-1]),
         lam0, rate_measured, float(rate_asym), 2.0 * lam0, eq31, lin_err, float(disp.max()), bound, lip, float(time_end), flow,
         cert, float(floor), int(np.sum(pos)), holds, search,
     )
+
+
+def _certify(samples: Any, params: AttentionParams, layers: int, T: float, loss: str, lam0: float, lamM: float,
+             L0: float, s: np.ndarray, Ls: np.ndarray, disp: np.ndarray, floor: float, rtol: float, atol: float,
+             seed: int, search_evaluations: int, seconds: float | None) -> tuple[Any, Any, bool | None]:
+    r"""The certificate (:mod:`ntkcheck.dynamics.guarantee`), the search on its ball or region, and whether the
+    run obeys it, within ``seconds`` (``None``: no limit; the split region is not tried and the search not
+    run once the time is spent).
+
+    A record contradicts the guarantee when its loss is above :math:`e^{-\text{rate}\,s}\mathcal L(0)(1 + tol)`
+    plus the larger of the rounding floor and the integration floor :math:`\frac12\Lambda\,(P/H)\,atol^2`
+    (the loss of the residual :math:`B\,\Delta\theta` with every parameter off by the integrator's
+    absolute tolerance: a converged run stalls there, e.g. at 4e-25 on the README example).
+    """
+    from .guarantee import certificate_from_spectrum
+    from .lipschitz_search import lipschitz_search, region_search
+
+    t0 = time.perf_counter()
+    cert = certificate_from_spectrum(samples, params, layers=layers, T=T, loss=loss, lambda_min=lam0, lambda_max=lamM,
+                                     loss_initial=L0, seconds=seconds)
+    left = math.inf if seconds is None else seconds - (time.perf_counter() - t0)
+    search = None
+    if search_evaluations > 0 and np.isfinite(cert.radius) and cert.radius > 0 and left > 0:
+        try:
+            if cert.method == "split-region":
+                search = region_search(samples, params, layers=layers, T=T, loss=loss, radius_V=cert.radius,
+                                       radius_psi=cert.radius_psi, evaluations=search_evaluations,
+                                       seconds=min(10.0, left), seed=seed)
+            else:
+                search = lipschitz_search(samples, params, layers=layers, T=T, loss=loss, radius=cert.radius,
+                                          evaluations=search_evaluations, seconds=min(10.0, left), seed=seed)
+        except DomainError:  # the dense NTKs of the search are over the memory budget: no search
+            search = None
+    holds = None
+    if cert.certified:
+        tol = max(1e-6, 10.0 * rtol)
+        slack = max(floor, 0.5 * lamM * (params.size / params.heads) * atol * atol)
+        holds = bool(np.all(Ls <= np.exp(-cert.rate_guaranteed * s) * L0 * (1.0 + tol) + slack)
+                     and disp.max() <= cert.displacement_bound * (1.0 + tol) + 10.0 * atol)
+    return cert, search, holds
 
 
 def rounding_floor(z0: np.ndarray, y: np.ndarray, layers: int, atoms: int) -> float:

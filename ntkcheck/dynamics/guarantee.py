@@ -26,14 +26,15 @@ seed 003 ("Training Infinitely Deep and Wide Transformers") Thm. 4.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from .._records import restore
 from ..errors import DomainError
-from .jacobian_bound import JacobianBound, fixup_centre, second_derivative_bound
+from .coercivity.split import SplitCertificate, coercivity_setup, split_certificate
+from .jacobian_bound import FixupCentre, JacobianBound, fixup_centre, second_derivative_bound
 from .lipschitz import ROUNDING_MARGIN, _bound, _check_model
 
 __all__ = [
@@ -85,8 +86,25 @@ class ConvergenceCertificate:
         (``nan`` when not certified). Tends to the linearised rate :math:`2\lambda_0` as
         :math:`\mathcal L(0) \to 0`; at least :math:`\lambda_0` (eq. 31) when :math:`\beta \le (1 - 2^{-1/2})\sigma_0`.
     method : str
-        ``"fixup-structure"`` (the bound of :mod:`ntkcheck.dynamics.jacobian_bound`) or ``"propagated"``.
+        ``"split-region"`` (:mod:`ntkcheck.dynamics.coercivity`: ``V`` and ``(Q, b)`` displacements bounded
+        apart, the default at a FixUp centre with the readout loss), ``"fixup-structure"`` (the ball
+        bound of :mod:`ntkcheck.dynamics.jacobian_bound`) or ``"propagated"``.
     bound : JacobianBound or None
+        The ball bound behind ``"fixup-structure"`` and ``"propagated"``.
+    radius_psi : float
+        ``"split-region"``: the ``(Q, b)`` radius :math:`r_q` of the region
+        :math:`|V|_\rho \le` ``radius``, :math:`|\psi - \psi_0|_\rho \le r_q` (``nan`` for a ball).
+    sigma_low : float
+        :math:`\sigma_{\min}(B(\theta)) \ge` ``sigma_low`` along the flow (``rate_guaranteed`` is
+        :math:`2\,\sigma_{\rm low}^2`).
+    split : SplitCertificate or None
+        The split-region theorem's details (``"split-region"``).
+    split_skipped : bool
+        The split region was not tried: the time budget (``seconds``) was spent by then.
+
+    For ``"split-region"``, ``deviation`` bounds :math:`\|B_V(\theta) - B_V(\theta_0)\|` on the region and
+    ``L_K`` is the centred constant at the region's scale, :math:`\sup\|K(\theta) - K_0\| / r_V`; for a
+    ball, ``L_K`` is the two-point Lipschitz constant on it.
     """
 
     certified: bool
@@ -105,6 +123,10 @@ class ConvergenceCertificate:
     rate_guaranteed: float
     method: str
     bound: JacobianBound | None
+    radius_psi: float = float("nan")
+    sigma_low: float = float("nan")
+    split: SplitCertificate | None = None
+    split_skipped: bool = False
 
     @property
     def eq31_guaranteed(self) -> bool:
@@ -120,8 +142,9 @@ class ConvergenceCertificate:
         if self.certified:
             return (f"certified: Loss(0) = {self.loss_initial:.3e} <= {self.threshold:.3e}; "
                     f"Loss(s) <= exp(-{self.rate_guaranteed:.4g} s) Loss(0), displacement <= {self.displacement_bound:.3g}")
+        skipped = " (the split region was not tried: the time budget was spent)" if self.split_skipped else ""
         return (f"not certified: Loss(0) = {self.loss_initial:.3e} exceeds the certifiable {self.threshold:.3e} "
-                f"by a factor {self.excess_factor:.3g}")
+                f"by a factor {self.excess_factor:.3g}{skipped}")
 
     def __repr__(self) -> str:
         return f"ConvergenceCertificate({self.message}; L_K <= {self.L_K:.4g}, lambda_0 >= {self.lambda_0:.4g})"
@@ -129,11 +152,13 @@ class ConvergenceCertificate:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ConvergenceCertificate:
         """The result from its :meth:`to_dict` (a saved JSON object)."""
-        return restore(cls, d, bound=lambda b: None if b is None else JacobianBound.from_dict(b))
+        return restore(cls, d, bound=lambda b: None if b is None else JacobianBound.from_dict(b),
+                       split=lambda b: None if b is None else SplitCertificate.from_dict(b))
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "bound"}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("bound", "split")}
         out["bound"] = None if self.bound is None else self.bound.to_dict()
+        out["split"] = None if self.split is None else self.split.to_dict()
         out["eq31_guaranteed"] = self.eq31_guaranteed
         out["message"] = self.message
         return out
@@ -150,6 +175,7 @@ class _Scan:
     growth: np.ndarray
     propagated: np.ndarray
     first_order: float
+    centre: FixupCentre | None
 
 
 def _scan(samples: Any, params: Any, layers: int, T: float, loss: str, sigma0: float, lamM: float) -> _Scan:
@@ -173,7 +199,7 @@ def _scan(samples: Any, params: Any, layers: int, T: float, loss: str, sigma0: f
     beta = np.cumsum(M2 * widths) * (1.0 + 1e-12)
     g = (sigma0 - beta) * r
     first = ctr.first_order if ctr is not None else float("nan")
-    return _Scan(r, M2, beta, g, np.array([v[1] for v in vals]), np.array([v[2] for v in vals]), first)
+    return _Scan(r, M2, beta, g, np.array([v[1] for v in vals]), np.array([v[2] for v in vals]), first, ctr)
 
 
 def certificate_from_spectrum(
@@ -186,16 +212,22 @@ def certificate_from_spectrum(
     loss_initial: float,
     T: float = 1.0,
     loss: str = "readout",
+    seconds: float | None = None,
 ) -> ConvergenceCertificate:
     r"""The certificate for the initial loss ``loss_initial``.
 
     The spectrum of :math:`K_0` is proved here (:func:`ntkcheck.dynamics.spectrum_bound.certified_spectrum`);
     ``lambda_min``, ``lambda_max`` (float64, e.g. from :func:`ntkcheck.dynamics.ntk.ntk_spectrum`) are used,
     widened by ``ROUNDING_MARGIN``, only where it cannot be proved, and then nothing is certified.
+    ``seconds`` (``None``: no limit): once spent after the ball bound, the split region is not tried,
+    and its profiles stop (fewer ``(Q, b)`` radii: a smaller threshold, never a wrong one).
     See :func:`convergence_certificate`.
     """
+    import time
+
     from .spectrum_bound import certified_spectrum
 
+    deadline = None if seconds is None else time.perf_counter() + float(seconds)
     if not all(np.isfinite(v) for v in (lambda_min, lambda_max, loss_initial)) or loss_initial < 0:
         raise DomainError(f"expected finite lambda_min, lambda_max and loss_initial >= 0, got "
                           f"{lambda_min!r}, {lambda_max!r}, {loss_initial!r}")
@@ -228,9 +260,39 @@ def certificate_from_spectrum(
                           float(sc.growth[k]), float(sc.propagated[k]), float(lamM))
     excess = L0 / threshold if threshold > 0 else math.inf
     method = "fixup-structure" if math.isfinite(sc.first_order) else "propagated"
-    return ConvergenceCertificate(certified, L0, lam0, lamM, spec.proved, float(sc.r[k]), float(sc.beta[k]), float(LK),
+    ball = ConvergenceCertificate(certified, L0, lam0, lamM, spec.proved, float(sc.r[k]), float(sc.beta[k]), float(LK),
                                   threshold, excess, _threshold_eq30(sc, lam0, lamM), float(W), lam0, rate, method,
-                                  bound)
+                                  bound, sigma_low=float(low) if certified else nan)
+    if not (spec.proved and loss == "readout" and sc.centre is not None):
+        return ball
+    if deadline is not None and time.perf_counter() >= deadline:  # the time is spent: the ball only
+        return replace(ball, split_skipped=True)
+    setup = coercivity_setup(samples, params, layers=int(layers), T=float(T), lambda_0=lam0, k_ball=spec.kernel,
+                             centre=sc.centre)
+    if setup is None:
+        return ball
+    split = split_certificate(setup, L0, deadline=deadline)
+    if (ball.certified and not split.certified) or (not split.certified and split.threshold < ball.threshold):
+        return ball
+    return _from_split(split, ball, setup)
+
+
+def _from_split(split: SplitCertificate, ball: ConvergenceCertificate, setup: Any) -> ConvergenceCertificate:
+    r"""The certificate of the split-region theorem (:mod:`ntkcheck.dynamics.coercivity.split`), with the
+    ball's eq. 30 threshold for comparison. On the region: :math:`\|B_V - B_V(\theta_0)\| \le c\,r_V + s\,r_q
+    + \bar\rho_V = \mathrm{dev}` (Weyl form of the linear part), :math:`\|B_\psi\| \le \kappa r_V`; since
+    :math:`B_\psi(\theta_0) = 0`, :math:`K - K_0 = (B_VB_V^* - B_{V0}B_{V0}^*) + B_\psi B_\psi^*`, so
+    :math:`\|K - K_0\| \le \mathrm{dev}(2\sqrt\Lambda + \mathrm{dev}) + (\kappa r_V)^2` (reported as ``L_K``
+    after division by :math:`r_V`; the theorem does not use it)."""
+    rV, rq = split.radius_V, split.radius_psi
+    dev = (setup.c_lin * rV + setup.s_lin * rq + split.rho) * (1.0 + 1e-12)
+    kc = (dev * (2.0 * math.sqrt(ball.lambda_max_0) + dev) + (split.kappa * rV) ** 2) * (1.0 + 1e-12)
+    LK = kc / rV * (1.0 + 1e-12) if rV > 0 else float("nan")
+    excess = ball.loss_initial / split.threshold if split.threshold > 0 else math.inf
+    return ConvergenceCertificate(split.certified, ball.loss_initial, ball.lambda_0, ball.lambda_max_0, ball.spectrum_proved,
+                                  rV, dev, LK, split.threshold, excess, ball.threshold_eq30, split.displacement_bound,
+                                  ball.lambda_0, split.rate, "split-region", None, radius_psi=rq,
+                                  sigma_low=split.sigma_low, split=split)
 
 
 def _threshold_eq30(sc: _Scan, lam0: float, lamM: float) -> float:

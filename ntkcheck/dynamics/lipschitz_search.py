@@ -32,7 +32,9 @@ from ..errors import DomainError
 
 __all__ = [
     "LipschitzSearch",
+    "RegionSearch",
     "lipschitz_search",
+    "region_search",
 ]
 
 
@@ -225,3 +227,123 @@ def lipschitz_search(samples: Any, params: Any, *, layers: int, radius: float, T
         best["pair"] = max(best["pair"], float(np.linalg.norm(Ka @ Ka.T - Kb @ Kb.T, 2)) / obj.dist(a, b))
     return LipschitzSearch(float(radius), best["pair"], best["centred"], best["dev"], obj.count,
                            time.perf_counter() - start, where[0].copy() if where else None)
+
+
+# ----------------------------------------------------------------------------- the split region
+
+
+@dataclass(frozen=True)
+class RegionSearch:
+    r"""What a search found on the region :math:`|V|_\rho \le r_V`, :math:`|\psi - \psi_0|_\rho \le r_q` of a
+    split-region certificate (:mod:`ntkcheck.dynamics.coercivity.split`): the other side of its bounds.
+
+    Attributes
+    ----------
+    radius_V, radius_psi : float
+    sigma_min : float
+        Smallest :math:`\sigma_{\min}(B_V(\theta))` found (the certificate's ``sigma_low`` must be below).
+    deviation_V : float
+        Largest :math:`\|B_V(\theta) - B_V(\theta_0)\|_2` found (below the certified ``deviation``).
+    kappa : float
+        Largest :math:`\|B_\psi(\theta)\|_2 / |V|_\rho` found (below the certified :math:`\kappa`).
+    K_change : float
+        Largest :math:`\|K(\theta) - K_0\|_2 / r_V` found (below the certified centred ``L_K``).
+    evaluations : int
+    seconds : float
+    """
+
+    radius_V: float
+    radius_psi: float
+    sigma_min: float
+    deviation_V: float
+    kappa: float
+    K_change: float
+    evaluations: int
+    seconds: float
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RegionSearch:
+        """The result from its :meth:`to_dict` (a saved JSON object)."""
+        return restore(cls, d)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _project(obj: _Objective, g: np.ndarray, rV: float, rq: float) -> np.ndarray:
+    """``g`` with its ``V`` part scaled to :math:`|\\cdot|_\\rho = r_V` and its ``(Q, b)`` part to ``r_q``."""
+    nV = obj.params.V.size
+    out = g.copy()
+    for part, r in ((slice(0, nV), rV), (slice(nV, g.size), rq)):
+        n = math.sqrt(float(out[part] @ out[part]) / obj.H)
+        out[part] = out[part] * (r / n) if n > 0 else out[part]
+    return out
+
+
+def region_search(samples: Any, params: Any, *, layers: int, radius_V: float, radius_psi: float, T: float = 1.0,
+                  loss: str = "readout", evaluations: int = 200, seconds: float = 10.0, seed: int = 0) -> RegionSearch:
+    r"""Search the split region for the smallest :math:`\sigma_{\min}(B_V)` and the largest deviations.
+
+    Random starts of the shapes of :func:`lipschitz_search` on the region's boundary, then
+    projected steps along the gradient of the bottom singular value of :math:`B_V` (its derivative
+    :math:`u^\top D B_V[\cdot]\,v` is a Hessian-vector product of :math:`u \cdot z`, by central
+    differences) and of the top one of :math:`B_\psi`. Lower (or upper) bounds on the true extrema,
+    never proofs.
+
+    Examples
+    --------
+    >>> from ntkcheck.dynamics import init_params
+    >>> x = [np.array([[0.3, -1.1], [1.7, 0.2]]), np.array([[1.2, 1.3], [-0.8, -0.6]])]
+    >>> s = region_search(x, init_params(2, 3, seed=0), layers=2, radius_V=1e-2, radius_psi=1e-3, evaluations=30)
+    >>> bool(s.sigma_min > 0 and s.kappa > 0)
+    True
+    """
+    if not (np.isfinite(radius_V) and radius_V > 0 and np.isfinite(radius_psi) and radius_psi >= 0):
+        raise DomainError(f"radii must be finite, radius_V > 0, radius_psi >= 0; got {radius_V!r}, {radius_psi!r}")
+    start = time.perf_counter()
+    obj = _Objective(samples, params, int(layers), float(T), loss)
+    rng = np.random.default_rng(seed)
+    nV = params.V.size
+    B0V = obj.B0[:, :nV]
+    best = {"sigma": math.inf, "dev": 0.0, "kappa": 0.0, "K": 0.0}
+
+    def alive() -> bool:
+        return obj.count < evaluations and time.perf_counter() - start < seconds
+
+    def score(g: np.ndarray) -> np.ndarray:
+        B = obj.B(obj.v0 + g)
+        BV, BQ = B[:, :nV], B[:, nV:]
+        best["sigma"] = min(best["sigma"], float(np.linalg.svd(BV, compute_uv=False)[-1]))
+        best["dev"] = max(best["dev"], float(np.linalg.norm(BV - B0V, 2)))
+        vn = math.sqrt(float(g[:nV] @ g[:nV]) / obj.H)
+        if vn > 0 and BQ.size:
+            best["kappa"] = max(best["kappa"], float(np.linalg.norm(BQ, 2)) / vn)
+        best["K"] = max(best["K"], float(np.linalg.norm(B @ B.T - obj.K0, 2)) / radius_V)
+        return B
+
+    def step(g: np.ndarray, which: str) -> np.ndarray:
+        B = score(g)
+        M = B[:, :nV] if which == "sigma" else B[:, nV:]
+        U, S, Vt = np.linalg.svd(M, full_matrices=False)
+        k = -1 if which == "sigma" else 0
+        a = np.zeros(obj.v0.size)
+        a[(slice(0, nV) if which == "sigma" else slice(nV, a.size))] = Vt[k]
+        h = 1e-5 * max(1.0, float(np.linalg.norm(obj.v0 + g)) / math.sqrt(g.size))
+        grad = (obj.B(obj.v0 + g + h * a) - obj.B(obj.v0 + g - h * a)).T @ U[:, k] / (2.0 * h)
+        if which == "kappa":  # ||B_psi|| is first order in V: a power step on the sphere
+            return _project(obj, np.sign(float(grad @ g) + 1e-300) * grad, radius_V, radius_psi)
+        return _project(obj, g - 0.5 * _project(obj, grad, radius_V, radius_psi), radius_V, radius_psi)
+
+    starts = [_project(obj, _direction(obj, rng, k % 4), radius_V, radius_psi) for k in range(8)]
+    for g in starts:
+        if not alive():
+            break
+        score(g)
+    for k, which in enumerate(("sigma", "kappa", "sigma", "kappa")):
+        g = starts[k % len(starts)]
+        for _ in range(max(4, (evaluations - len(starts)) // 12)):
+            if obj.count + 3 > evaluations or not alive():
+                break
+            g = step(g, which)
+    return RegionSearch(float(radius_V), float(radius_psi), best["sigma"], best["dev"], best["kappa"], best["K"],
+                        obj.count, time.perf_counter() - start)

@@ -17,7 +17,7 @@ References: seed 002 Def. 8.4, Thm. 8.5; ``theory/local-convergence.md``, "Certi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,8 @@ class CertifiedSpectrum:
     lambda_max_float: float
     proved: bool
     how: str
+    #: the Arb ball matrix ``k`` of :math:`K_0 = k \otimes I_d` when proved (not written by ``to_dict``)
+    kernel: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CertifiedSpectrum:
@@ -59,7 +61,7 @@ class CertifiedSpectrum:
         return restore(cls, d)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "kernel"}
 
 
 def _ball_kernel(samples: Any, params: Any, T: float, loss: str) -> Any:
@@ -173,4 +175,4 @@ def certified_spectrum(samples: Any, params: Any, *, layers: int = 1, T: float =
             break
     proved = math.isfinite(upper)
     return CertifiedSpectrum(lower, upper if proved else hi_f, lo_f, hi_f, proved,
-                             "arb-cholesky" if proved else "float64 (not proved)")
+                             "arb-cholesky" if proved else "float64 (not proved)", k if proved else None)

@@ -197,9 +197,9 @@ def test_halved_LK_is_refuted_by_a_measured_ratio():
 
 
 def test_certificate_statement_and_threshold():
-    """The certificate's own numbers satisfy the statement it certifies: (sigma_0 - beta) r >= sqrt(2 Loss(0)),
-    W = sqrt(2 Loss(0)) / (sigma_0 - beta) <= r, rate = 2 (sigma_0 - beta)^2 in [lambda_0, 2 lambda_0] near the
-    centre; the sharpened threshold admits at least what the corrected eq. 30 admits; a far target is
+    """The certificate's own numbers satisfy the statement it certifies (the split-region theorem, the
+    route at FixUp with the readout loss): W <= sqrt(2 Loss(0)) / sigma_low, W <= r_V, Psi(W) < r_q,
+    sigma_0 - deviation <= sigma_low, rate = 2 sigma_low^2 in [lambda_0, 2 lambda_0] near the centre; the sharpened threshold admits at least what the corrected eq. 30 admits; a far target is
     refused with excess_factor = Loss(0) / threshold."""
     samples, _, _ = SMALL["d=2, two samples, H=2"]
     p = init_params(2, 6, seed=0)
@@ -210,11 +210,15 @@ def test_certificate_statement_and_threshold():
     for c in (near, far):
         assert c.spectrum_proved and c.threshold >= c.threshold_eq30 > 0
     s0 = math.sqrt(near.lambda_0)
-    assert near.certified and (s0 - near.deviation) * near.radius >= math.sqrt(2 * near.loss_initial)
-    np.testing.assert_allclose(near.displacement_bound, math.sqrt(2 * near.loss_initial) / (s0 - near.deviation),
-                               rtol=1e-9)
+    u0 = math.sqrt(2 * near.loss_initial)
+    assert near.certified and near.method == "split-region"
+    # split region: sigma >= sigma_low > 0 on [0, W] and Sigma(W) = u0, so W <= u0 / sigma_low; the
+    # Weyl form of the coercivity is a lower bound of sigma_low; W within r_V, Psi(W) < r_q
+    assert 0 < s0 - near.deviation <= near.sigma_low * (1 + 1e-12) and near.sigma_low <= s0
+    assert near.displacement_bound <= u0 / near.sigma_low * (1 + 1e-9)
     assert near.displacement_bound <= near.radius
-    np.testing.assert_allclose(near.rate_guaranteed, 2 * (s0 - near.deviation) ** 2, rtol=1e-9)
+    assert near.split.psi_bound < near.radius_psi
+    np.testing.assert_allclose(near.rate_guaranteed, 2 * near.sigma_low ** 2, rtol=1e-9)
     assert near.lambda_0 <= near.rate_guaranteed <= 2 * near.lambda_0 and near.eq31_guaranteed
     assert not far.certified and math.isnan(far.rate_guaranteed)
     np.testing.assert_allclose(far.excess_factor, far.loss_initial / far.threshold, rtol=1e-12)
@@ -232,18 +236,27 @@ def _flow_json(capsys, args):
     return code, json.loads(capsys.readouterr().out)
 
 
-def test_readme_example_certified_at_its_largest_certifiable_eps(capsys):
-    """The README example (bundled data, samples 0-3, default heads): at --eps 0.001 the guarantee is
-    certified, the guaranteed rate is positive and below the measured one, the displacement within
-    the radius; at the default --eps 0.01 it is not, by the factor the README reports (tens)."""
-    code, d = _flow_json(capsys, ["--samples", "0,1,2,3", "--eps", "0.001", "--ntk-records", "1"])
+def test_readme_example_certified(capsys):
+    """The README example (bundled data, samples 0-3, default heads, default --eps 0.01): the guarantee is
+    certified (split region), the guaranteed rate is positive and below the measured one, the
+    displacement within W and W within the radius; the JSON is valid against the shipped schema. The
+    largest certifiable eps the text reports (0.01103) is refused just above it (--eps 0.0115), by a
+    factor below 1.2."""
+    import jsonschema
+
+    from ntkcheck.cli._args import load_schema
+
+    code, d = _flow_json(capsys, ["--samples", "0,1,2,3", "--ntk-records", "1"])
+    jsonschema.validate(d, load_schema("flow"))
     c = d["certificate"]
     assert code == 0 and c["certified"] and c["spectrum_proved"] and d["guarantee_holds"] is True
+    assert c["method"] == "split-region" and c["split"]["certified"]
     assert 0 < c["rate_guaranteed"] <= d["rate_measured"]
     assert d["displacement_max"] <= c["displacement_bound"] <= c["radius"]
+    assert c["split"]["psi_bound"] < c["radius_psi"]
     assert 0 < d["lipschitz_lower"] <= c["L_K"]
-    code, d = _flow_json(capsys, ["--samples", "0,1,2,3", "--ntk-records", "1"])
-    assert code == 0 and not d["certificate"]["certified"] and 10 < d["certificate"]["excess_factor"] < 200
+    code, d = _flow_json(capsys, ["--samples", "0,1,2,3", "--eps", "0.0115", "--ntk-records", "1"])
+    assert code == 0 and not d["certificate"]["certified"] and 1 < d["certificate"]["excess_factor"] < 1.2
 
 
 def test_contradicted_guarantee_exits_1(capsys, monkeypatch):

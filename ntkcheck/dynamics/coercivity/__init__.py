@@ -1,0 +1,1 @@
+"""Certified coercivity of the NTK on a split region around FixUp (issue 21)."""
