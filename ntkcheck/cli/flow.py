@@ -253,6 +253,10 @@ def _print_certificate(res: Any) -> None:
     if cert is None:
         print("certificate: none (the certified bounds cover heads shared over depth; per-layer heads given)")
         return
+    if cert.cut:
+        print(fit([f"certificate (Thm. 8.5, sharpened): not certified (time budget spent): {cert.cut}; raise "
+                   "--max-seconds for the certificate (the measured rate above is evidence only)"]))
+        return
     how = "proved (ball arithmetic)" if cert.spectrum_proved else "float64 only, NOT proved"
     print(f"certificate (Thm. 8.5, sharpened): {'CERTIFIED' if cert.certified else 'not certified'}; lambda_0 >= "
           f"{cert.lambda_0:.6g}, Lambda <= {cert.lambda_max_0:.6g} ({how})")

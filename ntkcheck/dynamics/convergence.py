@@ -261,12 +261,23 @@ def _certify(samples: Any, params: AttentionParams, layers: int, T: float, loss:
     (the loss of the residual :math:`B\,\Delta\theta` with every parameter off by the integrator's
     absolute tolerance: a converged run stalls there, e.g. at 4e-25 on the README example).
     """
-    from .guarantee import certificate_from_spectrum
+    from .. import _budget
+    from .guarantee import ConvergenceCertificate, certificate_from_spectrum
     from .lipschitz_search import lipschitz_search, region_search
 
     t0 = time.perf_counter()
-    cert = certificate_from_spectrum(samples, params, layers=layers, T=T, loss=loss, lambda_min=lam0, lambda_max=lamM,
-                                     loss_initial=L0, seconds=seconds)
+    # the ball bound and the certified spectrum cannot stop half-way: under a limited budget they run where
+    # the caller stops waiting at the deadline (ntkcheck._budget.run) and the certificate says it was cut
+    # (the command's budget when one encloses the call, e.g. ``flow --max-seconds``; else what the run left)
+    outer = _budget.current().seconds is not None
+    limit = None if outer or seconds is None else _budget.Budget(max(float(seconds), 0.0))
+    with _budget.scope(limit, stoppable=True):
+        try:
+            cert = _budget.run(lambda: certificate_from_spectrum(
+                samples, params, layers=layers, T=T, loss=loss, lambda_min=lam0, lambda_max=lamM, loss_initial=L0,
+                seconds=seconds), "the convergence certificate")
+        except _budget.OutOfTime as exc:
+            return ConvergenceCertificate.out_of_time(L0, lam0, lamM, str(exc)), None, None
     left = math.inf if seconds is None else seconds - (time.perf_counter() - t0)
     search = None
     if search_evaluations > 0 and np.isfinite(cert.radius) and cert.radius > 0 and left > 0:

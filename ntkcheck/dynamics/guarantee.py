@@ -101,6 +101,9 @@ class ConvergenceCertificate:
         The split-region theorem's details (``"split-region"``).
     split_skipped : bool
         The split region was not tried: the time budget (``seconds``) was spent by then.
+    cut : str
+        Non-empty when the time budget ran out before the certificate was finished: where (then
+        nothing is certified, and the spectrum fields are the run's float64 values).
 
     For ``"split-region"``, ``deviation`` bounds :math:`\|B_V(\theta) - B_V(\theta_0)\|` on the region and
     ``L_K`` is the centred constant at the region's scale, :math:`\sup\|K(\theta) - K_0\| / r_V`; for a
@@ -127,6 +130,15 @@ class ConvergenceCertificate:
     sigma_low: float = float("nan")
     split: SplitCertificate | None = None
     split_skipped: bool = False
+    cut: str = ""
+
+    @classmethod
+    def out_of_time(cls, loss_initial: float, lambda_0: float, lambda_max_0: float, stage: str) -> ConvergenceCertificate:
+        """Nothing certified: the time budget ran out in ``stage`` before the certificate was finished
+        (``lambda_0``, ``lambda_max_0``: the float64 values of the run, not proved)."""
+        nan = float("nan")
+        return cls(False, float(loss_initial), float(lambda_0), float(lambda_max_0), False, nan, nan, nan, nan, nan, nan,
+                   nan, float(lambda_0), nan, "none", None, cut=stage)
 
     @property
     def eq31_guaranteed(self) -> bool:
@@ -135,6 +147,8 @@ class ConvergenceCertificate:
 
     @property
     def message(self) -> str:
+        if self.cut:
+            return f"not certified (time budget spent): {self.cut}"
         if self.lambda_0 <= 0:
             return "not certified: the NTK at initialisation is not proved positive (lambda_0 <= 0)"
         if not self.spectrum_proved:

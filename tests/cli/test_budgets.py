@@ -113,8 +113,26 @@ def test_sweep_holds_its_budget(capsys, many):
     assert d["not_run"] >= 1 and d["not_run"] + len(d["rows"]) == 6  # the rows that ran, the rest counted
 
 
-@pytest.mark.parametrize("verb", ["screen", "gram", "claims", "experiment", "sweep"])
+def test_flow_certificate_holds_the_command_budget(capsys, tmp_path):
+    """``flow`` at d = 384 with one head: the run itself takes a second, the convergence certificate's ball
+    bound (Jacobian blocks of 384^3 entries) about 20-40 s. Under ``--max-seconds 5`` the command ends
+    within the budget + 5 s and the certificate says it was cut: nothing certified, exit 0 (the flow's
+    status is only about contradictions), the JSON's ``certificate.cut`` naming the step. Mutation: without
+    the budget around the certificate the command took 24-59 s."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "d384.npz"
+    np.savez(path, **{f"sample_{i}": np.round(rng.standard_normal((2, 384)) * 4) / 64 for i in range(2)})
+    code, elapsed, out, _ = _run(capsys, ["flow", str(path), "--samples", "0,1", "--heads", "1", "--layers", "1",
+                                          "--time", "0.01", "--records", "2", "--ntk-records", "1",
+                                          "--max-seconds", "5", "--no-progress", "--json"])
+    assert elapsed <= 5 + SLACK, elapsed
+    cert = json.loads(out)["certificate"]
+    assert code == 0 and cert["certified"] is False
+    assert "time budget" in cert["cut"] and cert["message"].startswith("not certified (time budget spent)")
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+@pytest.mark.parametrize("verb", ["screen", "gram", "claims", "experiment", "sweep"])
 def test_max_seconds_is_checked(capsys, verb, value):
     with pytest.raises(SystemExit) as exc:
         main([verb, "--max-seconds", value])
