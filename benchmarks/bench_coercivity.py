@@ -8,8 +8,8 @@ the cases of ``bench_lipschitz.py``) at Loss(0) = 1e-7, or at half the certifiab
 not certifiable (the column ``Loss(0)`` says which).
 
 For each, on the certificate's region :math:`|V|_\\rho \\le r_V`, :math:`|\\psi - \\psi_0|_\\rho \\le r_q`
-(:mod:`ntkcheck.dynamics.coercivity.split`), the quantities that replace ``L_K`` in the split theorem,
-certified / found (:func:`ntkcheck.dynamics.lipschitz_search.region_search`):
+(:mod:`ntkcheck.convergence.coercivity.split`), the quantities that replace ``L_K`` in the split theorem,
+certified / found (:func:`ntkcheck.convergence.lipschitz_search.region_search`):
 
 * ``drop``: :math:`\\sigma_0 - \\sigma_{\\rm low}` against :math:`\\sigma_0 - \\min\\sigma_{\\min}(B_V)` found;
 * ``kappa``: certified :math:`\\kappa` against the largest :math:`\\|B_\\psi\\|/|V|_\\rho` found;
@@ -27,10 +27,10 @@ import time
 
 import numpy as np
 
+from ntkcheck.convergence.guarantee import certificate_from_spectrum
+from ntkcheck.convergence.lipschitz_search import region_search
+from ntkcheck.convergence.spectrum_bound import certified_spectrum
 from ntkcheck.dynamics import init_params
-from ntkcheck.dynamics.guarantee import certificate_from_spectrum
-from ntkcheck.dynamics.lipschitz_search import region_search
-from ntkcheck.dynamics.spectrum_bound import certified_spectrum
 
 LAYERS = 4
 

@@ -53,7 +53,8 @@ import time
 
 import numpy as np
 
-from ntkcheck.dynamics import default_samples, local_convergence
+from ntkcheck.convergence import local_convergence
+from ntkcheck.dynamics import default_samples
 from ntkcheck.dynamics.model import (
     _backward,
     _Batch,
@@ -192,7 +193,7 @@ def issue11() -> None:
     print(f"{'gradient, 8 distinct atoms with masses':46s} {t_a * 1e3:6.1f} ms {'':6s} {t_a / t_s:6.2f}x "
           f"{np.max(np.abs(ga - gs)) / np.max(np.abs(gs)):9.1e}")
     # the bundled data with the per-token loss: singular NTK, must end
-    from ntkcheck.dynamics.convergence import local_convergence
+    from ntkcheck.convergence.local import local_convergence
 
     bundled = load_samples(bundled_path("screen_default.npz"))
     with warnings.catch_warnings():

@@ -9,8 +9,8 @@ attention scaling; 16 heads for d = 2, 8 and 4 heads for d = 64, whose dense NTK
 slow to search) at ``Loss(0) = 1e-7``.
 
 For each: the certificate's ball radius, the certified ``L_K`` on it
-(:mod:`ntkcheck.dynamics.guarantee`), the largest ``||K(theta) - K(theta')|| / D`` found there
-(:func:`ntkcheck.dynamics.lipschitz_search.lipschitz_search`), their ratio (the looseness: the
+(:mod:`ntkcheck.convergence.guarantee`), the largest ``||K(theta) - K(theta')|| / D`` found there
+(:func:`ntkcheck.convergence.lipschitz_search.lipschitz_search`), their ratio (the looseness: the
 aim of issue 21 is at most 30), and the same for the Jacobian deviation ``beta(r) / r`` against
 the largest ``||B(theta) - B_0|| / D`` found. Both ratios are measured in the same run.
 """
@@ -23,10 +23,10 @@ import time
 
 import numpy as np
 
+from ntkcheck.convergence.guarantee import certificate_from_spectrum
+from ntkcheck.convergence.lipschitz_search import lipschitz_search
+from ntkcheck.convergence.spectrum_bound import certified_spectrum
 from ntkcheck.dynamics import init_params
-from ntkcheck.dynamics.guarantee import certificate_from_spectrum
-from ntkcheck.dynamics.lipschitz_search import lipschitz_search
-from ntkcheck.dynamics.spectrum_bound import certified_spectrum
 
 
 def _cases() -> list[tuple[str, list[np.ndarray], object, float]]:

@@ -17,8 +17,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ntkcheck.dynamics import default_samples, init_params, local_convergence  # noqa: E402
-from ntkcheck.dynamics.guarantee import _scan  # noqa: E402  (the certificate's own curve)
+from ntkcheck.convergence import local_convergence  # noqa: E402
+from ntkcheck.convergence.guarantee import _scan  # noqa: E402  (the certificate's own curve)
+from ntkcheck.dynamics import default_samples, init_params  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "local_convergence.png"
 

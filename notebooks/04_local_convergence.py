@@ -51,7 +51,8 @@ from _nbsetup import SMALL, save  # notebooks/_nbsetup.py
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkcheck.dynamics import eps_sweep, kernel_plateau, local_convergence
+from ntkcheck.convergence import eps_sweep, local_convergence
+from ntkcheck.dynamics import kernel_plateau
 from ntkcheck.independence.decision import decide
 
 # %% [markdown]

@@ -11,8 +11,9 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
     cli                      command line
     claims                   seed claims tried by hypothesis
     distributed, strategies  sweeps and one large Gram on Dask; hypothesis strategies for users' tests
-    screening, limits        initialisation screening of user data; the limit-theorem experiments
-    dynamics                 model, adjoint, NTK over all parameters, flows, L_K, local convergence
+    screening, limits,       initialisation screening of user data; the limit-theorem experiments;
+      convergence            the certified Thm. 8.5 guarantee (L_K, split region) and the local-convergence runs
+    dynamics                 model, adjoint, NTK over all parameters, flows
     io                       token files, heads files, real models
     ntk                      heads, features, Gram on distinct atoms, structures, cross-check
     independence             decision, certified rank, identities, sufficient conditions

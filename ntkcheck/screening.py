@@ -26,10 +26,10 @@ For token sets :math:`X_1, \dots, X_n` and heads drawn from an init spec, the re
 
   Near initialisation the linearised residual decays at :math:`\lambda_0` and the loss at
   :math:`2\lambda_0`. It is *not* the rate of seed 002 Thm. 8.5: that theorem is stated for
-  the readout loss with heads shared over depth (:func:`ntkcheck.dynamics.lipschitz.readout_ntk_fixup`,
+  the readout loss with heads shared over depth (:func:`ntkcheck.convergence.lipschitz.readout_ntk_fixup`,
   ``ntkcheck screen --thm85``), and its rate is guaranteed only for targets close enough to the
   initial outputs, which needs the targets and a certified bound on how far the NTK moves
-  (:func:`ntkcheck.dynamics.guarantee.convergence_certificate`, ``ntkcheck flow``).
+  (:func:`ntkcheck.convergence.guarantee.convergence_certificate`, ``ntkcheck flow``).
 
 The report ends with a bottom line (:attr:`ScreenReport.bottom_line`): what the data is,
 what the verdict means for training, and what to do next.

@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "certificate_files": 5,  # what --certificate-out writes: imports cgf and verify
     "dynamics": 6,
     "_report_text": 6,  # the sections of the screening report's text: below screening
+    "convergence": 7,  # the Thm. 8.5 certificate and the local-convergence runs: above the dynamics they bound
     "limits": 7,  # the limit-theorem experiments: above the dynamics they simulate
     "screening": 7,
     "distributed": 8,  # sweeps and the distributed Gram: import screening (7) and ntk (4)

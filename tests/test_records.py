@@ -111,13 +111,13 @@ def test_experiment_sweep_and_claims_round_trip(tmp_path):
 
 
 def test_dynamics_results_round_trip():
+    from ntkcheck.convergence.eps_sweep import eps_sweep
+    from ntkcheck.convergence.lipschitz import lipschitz_bound
+    from ntkcheck.convergence.local import local_convergence
     from ntkcheck.dynamics import init_params
-    from ntkcheck.dynamics.convergence import local_convergence
     from ntkcheck.dynamics.depth import depth_convergence
-    from ntkcheck.dynamics.lipschitz import lipschitz_bound
     from ntkcheck.dynamics.ntk import ntk_spectrum
     from ntkcheck.dynamics.plateau import kernel_plateau
-    from ntkcheck.dynamics.sweep import eps_sweep
 
     S = _samples(4, n=3, N=3)
     r = local_convergence(S, heads=4, layers=1, time_end=0.1, n_records=2, track_ntk=False, loss="readout")

@@ -262,7 +262,7 @@ def _thm85_setup(inst: Instance) -> dict[str, Any]:
     if "setup" in cache:
         return cache["setup"]
     dynamics = importlib.import_module("ntkcheck.dynamics.model")
-    lipschitz = importlib.import_module("ntkcheck.dynamics.guarantee")
+    lipschitz = importlib.import_module("ntkcheck.convergence.guarantee")
     samples = [np.asarray(x, dtype=np.float64) for x in inst["samples"]]
     d, T, L = samples[0].shape[1], float(inst["T"]), int(inst["layers"])
     p0 = dynamics.init_params(d, int(inst["heads"]), q_scale=float(inst["q_scale"]), b_scale=1.0, seed=int(inst["seed"]))
@@ -302,7 +302,7 @@ def _slowest_direction(samples: list[np.ndarray], p0: Any, T: float) -> np.ndarr
 
 
 def _thm85_hyp(inst: Instance) -> bool:
-    # the corrected eq. 30 with the certified L_K (ntkcheck.dynamics.lipschitz) and K_0 from the definition
+    # the corrected eq. 30 with the certified L_K (ntkcheck.convergence.lipschitz) and K_0 from the definition
     cert = _thm85_setup(inst)["cert"]
     return bool(cert is not None and cert.certified)
 
@@ -424,7 +424,7 @@ CLAIMS_002: list[Claim] = [
             # one sample: K_0 = lambda_0 I, the displacement reaches 0.41 of its bound
             _thm85_pin([[[0.3, -1.1], [1.7, 0.2], [-0.4, 0.9]]], 8, 2, 0.5, "random"),
         ),
-        requires=("ntkcheck.dynamics.model", "ntkcheck.dynamics.flow", "ntkcheck.dynamics.lipschitz"),
+        requires=("ntkcheck.dynamics.model", "ntkcheck.dynamics.flow", "ntkcheck.convergence.lipschitz"),
         cost=4,
         min_held=4,
     ),

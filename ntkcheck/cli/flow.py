@@ -1,6 +1,6 @@
 """``ntkcheck flow [PATH]``: gradient flow from FixUp against seed 002 Thm. 8.5.
 
-Parses, calls :func:`ntkcheck.dynamics.convergence.local_convergence` (or, with ``--experiment
+Parses, calls :func:`ntkcheck.convergence.local.local_convergence` (or, with ``--experiment
 plateau``, :func:`ntkcheck.dynamics.plateau.kernel_plateau`), prints a summary or (``--json``)
 exactly one JSON object, and optionally plots the run. Every run ends: at the flow time,
 at ``--target-loss``, or after ``--max-seconds``; warnings of the run are printed as one
@@ -165,7 +165,7 @@ def _load(args: argparse.Namespace) -> tuple[list[Any], str]:
 def run(args: argparse.Namespace) -> int:
     import warnings
 
-    from ..dynamics.convergence import local_convergence
+    from ..convergence.local import local_convergence
     from ..dynamics.flow import SINGULAR_REL
     from ..errors import NtkcheckWarning
 
@@ -247,7 +247,7 @@ def _exit_code(res: Any) -> int:
 
 
 def _print_certificate(res: Any) -> None:
-    """The Thm. 8.5 certificate block (ntkcheck.dynamics.guarantee): certified or by how much it misses,
+    """The Thm. 8.5 certificate block (ntkcheck.convergence.guarantee): certified or by how much it misses,
     the certified L_K beside the best ratio found on the same ball, and the check against the run."""
     cert = res.certificate
     if cert is None:
@@ -282,7 +282,7 @@ def _print_certificate(res: Any) -> None:
 
 def _print_region(res: Any, cert: Any) -> None:
     """The split region's lines: its radii, the certified coercivity and deviations beside what the
-    search found there (ntkcheck.dynamics.lipschitz_search.region_search)."""
+    search found there (ntkcheck.convergence.lipschitz_search.region_search)."""
     sp = cert.split
     found = res.lipschitz_search
     drop = sp.sigma_0 - cert.sigma_low

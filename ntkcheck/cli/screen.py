@@ -238,8 +238,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _thm85(args: argparse.Namespace, laws: list, h: Any) -> dict[str, Any]:
-    """Seed 002 Thm. 8.5's lambda_0 and Lambda at FixUp for the screen's heads (ntkcheck.dynamics.lipschitz)."""
-    from ..dynamics.lipschitz import readout_ntk_fixup
+    """Seed 002 Thm. 8.5's lambda_0 and Lambda at FixUp for the screen's heads (ntkcheck.convergence.lipschitz)."""
+    from ..convergence.lipschitz import readout_ntk_fixup
 
     ev = readout_ntk_fixup(laws, h.Q, h.b, T=args.depth_T)
     return {"lambda_0": float(ev[0]), "lambda_max_0": float(ev[-1]), "loss": "readout", "heads": "shared over depth",

@@ -28,8 +28,8 @@ parameter gradient is :math:`\sum_l \langle p^{l+1}, \partial_\theta F_l\rangle`
 form of seed 002 eq. 25.
 
 The NTK over all parameters is in :mod:`ntkcheck.dynamics.ntk`, the gradient flow in
-:mod:`ntkcheck.dynamics.flow`, the experiments in :mod:`ntkcheck.dynamics.convergence`,
-:mod:`ntkcheck.dynamics.plateau`, :mod:`ntkcheck.dynamics.sweep` and
+:mod:`ntkcheck.dynamics.flow`, the experiments in :mod:`ntkcheck.convergence.local`,
+:mod:`ntkcheck.dynamics.plateau`, :mod:`ntkcheck.convergence.eps_sweep` and
 :mod:`ntkcheck.dynamics.depth`.
 
 References: seed 002 section 6 (adjoint); seed 003 Def. 1.

@@ -336,7 +336,7 @@ def _screened():
 def _api_functions():
     """name -> zero-argument callable (each either returns or raises an NtkcheckError)."""
     import ntkcheck
-    from ntkcheck.dynamics.convergence import local_convergence
+    from ntkcheck.convergence.local import local_convergence
     from ntkcheck.io.files import load_samples
 
     t = _tokens()

@@ -11,15 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ntkcheck.cli import main
+from ntkcheck.convergence import eps_sweep, local_convergence
 from ntkcheck.dynamics import (
     AttentionParams,
     depth_convergence,
-    eps_sweep,
     forward,
     gradient_flow,
     init_params,
     kernel_plateau,
-    local_convergence,
     loss_and_grad,
     ntk_spectrum,
     overlap_example,
@@ -256,8 +255,8 @@ def test_flow_follows_the_linearised_flow_of_the_fd_ntk(loss, per_layer):
 
 def test_local_convergence_reports_the_corrected_theorem():
     """LocalConvergence carries the corrected displacement bound 2 sqrt(2 Lambda + lambda_0) L0^(1/2) /
-    lambda_0 and the certificate of ntkcheck.dynamics.lipschitz for the same data, heads and targets."""
-    from ntkcheck.dynamics.guarantee import convergence_certificate
+    lambda_0 and the certificate of ntkcheck.convergence.lipschitz for the same data, heads and targets."""
+    from ntkcheck.convergence.guarantee import convergence_certificate
 
     samples = _small()
     r = local_convergence(samples, heads=6, layers=2, eps=1.5e-5, loss="readout", n_records=6, decades=2.0)

@@ -18,6 +18,7 @@ import pytest
 
 from ntkcheck.cgf import Empirical
 from ntkcheck.cli import main
+from ntkcheck.convergence import local_convergence
 from ntkcheck.dynamics import (
     FlowStatus,
     _attention,
@@ -27,7 +28,6 @@ from ntkcheck.dynamics import (
     gradient_flow,
     init_params,
     kernel_plateau,
-    local_convergence,
     loss_and_grad,
     ntk_spectrum,
     overlap_example,

@@ -1,6 +1,6 @@
 r"""The second-order remainder of the Jacobian over a split region: the bound assembled.
 
-Private to :mod:`ntkcheck.dynamics.coercivity` (``theory/local-convergence.md``, "The remainder,
+Private to :mod:`ntkcheck.convergence.coercivity` (``theory/local-convergence.md``, "The remainder,
 term by term"). On :math:`\Omega(r_V, r_q) = \{|V|_\rho \le r_V,\ |\psi - \psi_0|_\rho \le r_q\}`:
 
 * :math:`\|B_V(\theta) - B_V(\theta_0) - DB_V(\theta_0)[\delta]\| \le \bar\rho_V`, the four terms

@@ -1,6 +1,6 @@
 """Experiment (c): the measured rate of local convergence as the initial loss grows.
 
-Runs :func:`ntkcheck.dynamics.convergence.local_convergence` at growing ``eps``.
+Runs :func:`ntkcheck.convergence.local.local_convergence` at growing ``eps``.
 
 References: seed 002 Thm. 8.5 (eq. 31 holds only near initialisation).
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from .._records import restore
 from ..errors import InputError
-from .convergence import local_convergence
+from .local import local_convergence
 
 __all__ = [
     "EpsSweep",

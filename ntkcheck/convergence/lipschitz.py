@@ -33,8 +33,8 @@ on quantities (norms of the data and of the heads) whose rounding is covered by 
 inflation of ``1e-12``.
 
 This is the *propagated* bound: valid around any centre, far from sharp (at FixUp the bound of
-:mod:`ntkcheck.dynamics.jacobian_bound` uses the structure of the centre and is taken where it is
-smaller); the certificate of seed 002 Thm. 8.5 that uses them is in :mod:`ntkcheck.dynamics.guarantee`.
+:mod:`ntkcheck.convergence.jacobian_bound` uses the structure of the centre and is taken where it is
+smaller); the certificate of seed 002 Thm. 8.5 that uses them is in :mod:`ntkcheck.convergence.guarantee`.
 
 References: seed 002 ("A Mean-Field Theory of Transformers") Thm. 8.5, Assumption 7,
 Lemma 3.1; seed 003 ("Training Infinitely Deep and Wide Transformers") Thm. 4.
@@ -162,7 +162,7 @@ def _sample_bounds(R0: float, *, layers: int, tau: float, v_rho: float, v_inf: f
 def _check_model(samples: Any, params: Any, layers: int, T: float, loss: str) -> list[np.ndarray]:
     """Validate the model arguments; return the atoms of each sample (the bound needs only their norms)."""
     from ..cgf import as_laws
-    from .model import AttentionParams
+    from ..dynamics.model import AttentionParams
 
     if loss not in ("readout", "tokens"):
         raise InputError(f"loss: expected 'readout' or 'tokens', got {loss!r}")
@@ -236,7 +236,7 @@ def lipschitz_bound(
     if not (np.isfinite(radius) and radius >= 0):
         raise DomainError(f"radius must be finite and >= 0, got {radius!r}")
     if lambda_max_0 is None:
-        from .ntk import ntk_spectrum
+        from ..dynamics.ntk import ntk_spectrum
 
         lam = ntk_spectrum(samples, params, layers=layers, T=T, loss=loss).lambda_max  # type: ignore[arg-type]
         lambda_max_0 = lam + ROUNDING_MARGIN * abs(lam)

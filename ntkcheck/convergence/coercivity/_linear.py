@@ -1,6 +1,6 @@
 r"""The first-order change of the NTK at FixUp, seen through its eigenspaces.
 
-Private to :mod:`ntkcheck.dynamics.coercivity` (``theory/local-convergence.md``, "The linear part").
+Private to :mod:`ntkcheck.convergence.coercivity` (``theory/local-convergence.md``, "The linear part").
 With :math:`L(\delta) = D B_V(\theta_0)[\delta]` the first-order change of the ``V``-Jacobian,
 :math:`(B_0 + L)(B_0 + L)^* \succeq K_0 + E(\delta)`, :math:`E(\delta) = L(\delta) B_0^* + B_0 L(\delta)^*`, so
 :math:`\sigma_{\min}(B_0 + L(\delta))^2 \ge \lambda_{\min}(K_0 + E(\delta))`. Here
@@ -115,7 +115,7 @@ def _tensor(stats: list[SampleStats], T: float, layers: int, absolute: bool) -> 
 def linear_blocks(stats: list[SampleStats], k_ball: object, T: float, layers: int) -> LinearBlocks | None:
     r"""The certified block data (module docstring), or ``None`` when the tensor would be large.
 
-    ``k_ball`` is :math:`T^2 G_r` as an Arb ball matrix (:func:`ntkcheck.dynamics.spectrum_bound._ball_kernel`).
+    ``k_ball`` is :math:`T^2 G_r` as an Arb ball matrix (:func:`ntkcheck.convergence.spectrum_bound._ball_kernel`).
     """
     from flint import arb, arb_mat, fmpq
 

@@ -1,4 +1,4 @@
-"""Tests of ntkcheck.dynamics.lipschitz: the certified L_K against measured Lipschitz ratios of the NTK,
+"""Tests of ntkcheck.convergence.lipschitz: the certified L_K against measured Lipschitz ratios of the NTK,
 the second-derivative bound against finite differences, and the Thm. 8.5 certificate.
 
 The NTK here is rebuilt from a central-difference Jacobian of the public ``forward`` (no
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from ntkcheck.cgf import as_laws
+from ntkcheck.convergence.guarantee import convergence_certificate
+from ntkcheck.convergence.lipschitz import lipschitz_bound, readout_ntk_fixup
 from ntkcheck.dynamics import AttentionParams, forward, gradient_flow, init_params, ntk_spectrum
-from ntkcheck.dynamics.guarantee import convergence_certificate
-from ntkcheck.dynamics.lipschitz import lipschitz_bound, readout_ntk_fixup
 from ntkcheck.errors import DomainError, InputError
 
 #: central differences of O(1) outputs with h = 1e-6: truncation ~h^2 = 1e-12, rounding

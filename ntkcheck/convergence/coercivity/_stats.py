@@ -1,6 +1,6 @@
 r"""Centre statistics of the coercivity bound: every head's softmax laws at FixUp, as certified bounds.
 
-Private to :mod:`ntkcheck.dynamics.coercivity`. For each sample (distinct atoms :math:`x_k` with
+Private to :mod:`ntkcheck.convergence.coercivity`. For each sample (distinct atoms :math:`x_k` with
 masses :math:`w_k`) and head :math:`h` (query :math:`q_{hj} = Q_h x_j + b_h` of token ``j``):
 weights :math:`\pi_{hjk}`, features :math:`m_{hj} = \sum_k \pi_{hjk} x_k`, centred tokens
 :math:`y_{hjk} = x_k - m_{hj}`, covariances :math:`C_{hj}`, computed in float64, and from them
@@ -19,10 +19,10 @@ statistics"):
   \|\partial_\psi m_{hj}\|`, and :math:`\nu_{hj} \ge \sup_{|V|_\rho \le 1} |D_X m_{hj}[M[V]]|`.
 
 **Rounding.** Every float statistic is within :math:`\eta\,|\cdot|_{abs}` of the exact one
-(:func:`ntkcheck.dynamics.jacobian_bound._error_margin`; :math:`|\cdot|_{abs}` the same expression
+(:func:`ntkcheck.convergence.jacobian_bound._error_margin`; :math:`|\cdot|_{abs}` the same expression
 with every factor replaced by an upper bound of its absolute value, computed alongside), a
 product of ``k`` such factors within :math:`(1+\eta)^k - 1` of its companion, and a spectral norm is
-proved by Rump's criterion (:func:`spec_up`, :func:`ntkcheck.dynamics.jacobian_bound._spectral_upper`).
+proved by Rump's criterion (:func:`spec_up`, :func:`ntkcheck.convergence.jacobian_bound._spectral_upper`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The split-region theorem (ntkcheck.dynamics.coercivity.split): its integrals and its guarantee.
+"""The split-region theorem (ntkcheck.convergence.coercivity.split): its integrals and its guarantee.
 
 * the step-function integrals against closed forms: on a profile sampled from known monotone functions
   (sigma decreasing, kappa increasing), Sigma at the grid points is at most the exact integral of sigma
@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ntkcheck.convergence.coercivity.split import _Profile
+from ntkcheck.convergence.guarantee import certificate_from_spectrum, convergence_certificate
+from ntkcheck.convergence.lipschitz_search import region_search
 from ntkcheck.dynamics import gradient_flow, init_params, loss_and_grad
-from ntkcheck.dynamics.coercivity.split import _Profile
-from ntkcheck.dynamics.guarantee import certificate_from_spectrum, convergence_certificate
-from ntkcheck.dynamics.lipschitz_search import region_search
 from ntkcheck.dynamics.ntk import ntk_spectrum
 
 # sigma(l) = s0 - a l - b l^2 (decreasing), kappa(l) = k0 + c l (increasing): closed-form integrals

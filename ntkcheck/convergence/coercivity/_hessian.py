@@ -1,10 +1,10 @@
 r"""Second derivatives of the heads' readout features at FixUp, contracted with the token motion.
 
-Private to :mod:`ntkcheck.dynamics.coercivity` (``theory/local-convergence.md``, "The quadratic
+Private to :mod:`ntkcheck.convergence.coercivity` (``theory/local-convergence.md``, "The quadratic
 terms, computed"). For head ``h`` the readout feature of sample ``i`` is
 :math:`\bar m_{hi} = \sum_j w_j m_{hj}`, a function of the sample's token field ``Y`` and of the
 head's :math:`\Delta\psi_h = (\Delta Q_h, \Delta b_h)`. Its Hessian :math:`H_{hi}` (per output
-coordinate) is assembled from the formula of :mod:`~ntkcheck.dynamics.coercivity._termwise`,
+coordinate) is assembled from the formula of :mod:`~ntkcheck.convergence.coercivity._termwise`,
 basis vector by basis vector. The token field of a layer is the motion :math:`Y = M[V]`, and
 with :math:`V = \sqrt H\,v` (:math:`|V|_\rho = |v|`) it is :math:`Y = W_i v`,
 :math:`(W_i v)_k = H^{-1/2}\sum_g v_g m_{gk}`. The three norms
@@ -138,7 +138,7 @@ def structured_etas(stats: list[SampleStats], Q: np.ndarray, b: np.ndarray) -> t
 
 def termwise_etas(stats: list[SampleStats]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""The same three norms bounded term by term: per sample the readout sum of
-    :func:`~ntkcheck.dynamics.coercivity._termwise.d2` at the centre (unit motions, unit head
+    :func:`~ntkcheck.convergence.coercivity._termwise.d2` at the centre (unit motions, unit head
     displacements), combined over samples in :math:`\ell^2`."""
     acc = np.zeros((3, stats[0].pi.shape[0]))
     z = np.zeros(1)

@@ -1,4 +1,4 @@
-"""Tests of the certified Thm. 8.5 guarantee (ntkcheck.dynamics.guarantee, jacobian_bound,
+"""Tests of the certified Thm. 8.5 guarantee (ntkcheck.convergence.guarantee, jacobian_bound,
 spectrum_bound, lipschitz_search) against computations that share no code with it:
 
 * the readout NTK at FixUp rebuilt in mpmath at two precisions (softmax means from the tokens
@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 from ntkcheck.cgf import as_laws
+from ntkcheck.convergence.guarantee import certificate_from_spectrum, convergence_certificate
+from ntkcheck.convergence.jacobian_bound import fixup_centre, jacobian_bound
+from ntkcheck.convergence.lipschitz_search import lipschitz_search
+from ntkcheck.convergence.spectrum_bound import certified_spectrum
 from ntkcheck.dynamics import forward, init_params
-from ntkcheck.dynamics.guarantee import certificate_from_spectrum, convergence_certificate
-from ntkcheck.dynamics.jacobian_bound import fixup_centre, jacobian_bound
-from ntkcheck.dynamics.lipschitz_search import lipschitz_search
-from ntkcheck.dynamics.spectrum_bound import certified_spectrum
 
 SMALL = {
     "d=1, one sample": ([np.array([[0.5], [-1.0], [1.5]])], 1, 1),
@@ -160,7 +160,7 @@ def test_deviation_and_LK_hold_where_the_search_looks_hardest(r):
     ctr = fixup_centre(samples, p, layers=L, T=1.0)
 
     def prop(t):
-        from ntkcheck.dynamics.lipschitz import _bound, _check_model
+        from ntkcheck.convergence.lipschitz import _bound, _check_model
 
         return _bound(_check_model(samples, p, L, 1.0, "readout"), p, L, 1.0, "readout", t, spec.upper).hessian_bound
 
@@ -262,7 +262,7 @@ def test_readme_example_certified(capsys):
 def test_contradicted_guarantee_exits_1(capsys, monkeypatch):
     """Mutation of the certificate: a guaranteed rate three times too fast is contradicted by the run
     (the measured loss lies above its envelope), and ``flow`` exits 1; unmutated, 0."""
-    import ntkcheck.dynamics.guarantee as g
+    import ntkcheck.convergence.guarantee as g
 
     real = g.certificate_from_spectrum
 
@@ -300,7 +300,7 @@ def test_plot_draws_the_guaranteed_envelope_and_radius():
     """``flow --plot``: when the guarantee is certified the loss panel carries the envelope
     exp(-rate s) Loss(0) and the displacement panel the guaranteed radius, with their values."""
     from ntkcheck.cli.flow import _figure
-    from ntkcheck.dynamics import local_convergence
+    from ntkcheck.convergence import local_convergence
 
     samples, _, _ = SMALL["d=2, two samples, H=2"]
     res = local_convergence(samples, heads=3, layers=2, eps=1e-5, loss="readout", n_records=5, track_ntk=1,

@@ -2,8 +2,8 @@ r"""The convergence guarantee of seed 002 Thm. 8.5 for given data, heads and tar
 
 **The statement certified** (``theory/local-convergence.md``, "The certified guarantee"). Let
 :math:`\sigma_0 = \sqrt{\lambda_0}` with :math:`\lambda_0 \le \lambda_{\min}(K_0)` proved
-(:mod:`ntkcheck.dynamics.spectrum_bound`), :math:`\beta(r) \ge \sup_{D(\theta,\theta_0)\le r}\|B(\theta) - B_0\|`
-(:mod:`ntkcheck.dynamics.jacobian_bound`, :math:`K = BB^\top`) and :math:`|u_0| = \sqrt{2\mathcal L(0)}`. If
+(:mod:`ntkcheck.convergence.spectrum_bound`), :math:`\beta(r) \ge \sup_{D(\theta,\theta_0)\le r}\|B(\theta) - B_0\|`
+(:mod:`ntkcheck.convergence.jacobian_bound`, :math:`K = BB^\top`) and :math:`|u_0| = \sqrt{2\mathcal L(0)}`. If
 for some radius ``r``
 
 .. math::
@@ -86,9 +86,9 @@ class ConvergenceCertificate:
         (``nan`` when not certified). Tends to the linearised rate :math:`2\lambda_0` as
         :math:`\mathcal L(0) \to 0`; at least :math:`\lambda_0` (eq. 31) when :math:`\beta \le (1 - 2^{-1/2})\sigma_0`.
     method : str
-        ``"split-region"`` (:mod:`ntkcheck.dynamics.coercivity`: ``V`` and ``(Q, b)`` displacements bounded
+        ``"split-region"`` (:mod:`ntkcheck.convergence.coercivity`: ``V`` and ``(Q, b)`` displacements bounded
         apart, the default at a FixUp centre with the readout loss), ``"fixup-structure"`` (the ball
-        bound of :mod:`ntkcheck.dynamics.jacobian_bound`) or ``"propagated"``.
+        bound of :mod:`ntkcheck.convergence.jacobian_bound`) or ``"propagated"``.
     bound : JacobianBound or None
         The ball bound behind ``"fixup-structure"`` and ``"propagated"``.
     radius_psi : float
@@ -230,7 +230,7 @@ def certificate_from_spectrum(
 ) -> ConvergenceCertificate:
     r"""The certificate for the initial loss ``loss_initial``.
 
-    The spectrum of :math:`K_0` is proved here (:func:`ntkcheck.dynamics.spectrum_bound.certified_spectrum`);
+    The spectrum of :math:`K_0` is proved here (:func:`ntkcheck.convergence.spectrum_bound.certified_spectrum`);
     ``lambda_min``, ``lambda_max`` (float64, e.g. from :func:`ntkcheck.dynamics.ntk.ntk_spectrum`) are used,
     widened by ``ROUNDING_MARGIN``, only where it cannot be proved, and then nothing is certified.
     ``seconds`` (``None``: no limit): once spent after the ball bound, the split region is not tried,
@@ -292,7 +292,7 @@ def certificate_from_spectrum(
 
 
 def _from_split(split: SplitCertificate, ball: ConvergenceCertificate, setup: Any) -> ConvergenceCertificate:
-    r"""The certificate of the split-region theorem (:mod:`ntkcheck.dynamics.coercivity.split`), with the
+    r"""The certificate of the split-region theorem (:mod:`ntkcheck.convergence.coercivity.split`), with the
     ball's eq. 30 threshold for comparison. On the region: :math:`\|B_V - B_V(\theta_0)\| \le c\,r_V + s\,r_q
     + \bar\rho_V = \mathrm{dev}` (Weyl form of the linear part), :math:`\|B_\psi\| \le \kappa r_V`; since
     :math:`B_\psi(\theta_0) = 0`, :math:`K - K_0 = (B_VB_V^* - B_{V0}B_{V0}^*) + B_\psi B_\psi^*`, so
@@ -360,8 +360,8 @@ def convergence_certificate(
     >>> c.certified, bool(c.rate_guaranteed >= c.lambda_0)
     (True, True)
     """
-    from .model import loss_and_grad
-    from .ntk import ntk_spectrum
+    from ..dynamics.model import loss_and_grad
+    from ..dynamics.ntk import ntk_spectrum
 
     _check_model(samples, params, layers, T, loss)
     spec = ntk_spectrum(samples, params, layers=layers, T=T, loss=loss)  # type: ignore[arg-type]

@@ -2,7 +2,7 @@ r"""Certified extreme eigenvalues of the NTK at FixUp, :math:`K_0 = k \otimes I_
 
 At FixUp the NTK of the model of :mod:`ntkcheck.dynamics.model` (heads shared over depth) is
 :math:`K_0 = T^2\,G_r\otimes I_d` for the readout loss, :math:`(G_r)_{ii'} = \frac1H\sum_h
-\langle\bar\phi_{ih}, \bar\phi_{i'h}\rangle` (:func:`ntkcheck.dynamics.lipschitz.readout_ntk_fixup`),
+\langle\bar\phi_{ih}, \bar\phi_{i'h}\rangle` (:func:`ntkcheck.convergence.lipschitz.readout_ntk_fixup`),
 and :math:`K_0 = \frac{T^2}{n}\,G\otimes I_d` for the per-token loss, ``G`` the token Gram
 :math:`W^{1/2}\mathcal K W^{1/2}` of ``theory/ntk-prop8.md``. Both come from the Gram that
 :func:`ntkcheck.ntk.certificate.gram_matrix_arb` encloses in ball arithmetic from the exact token,
@@ -151,7 +151,7 @@ def certified_spectrum(samples: Any, params: Any, *, layers: int = 1, T: float =
     (True, True)
     """
     from ..cgf import as_laws
-    from .ntk import ntk_spectrum
+    from ..dynamics.ntk import ntk_spectrum
 
     spec = ntk_spectrum(samples, params, layers=layers, T=T, loss=loss)  # type: ignore[arg-type]
     lo_f, hi_f = spec.lambda_min, spec.lambda_max

@@ -17,15 +17,15 @@ import math
 import numpy as np
 import pytest
 
-from ntkcheck.dynamics import init_params
-from ntkcheck.dynamics.coercivity._hessian import (
+from ntkcheck.convergence.coercivity._hessian import (
     _motion_map,
     readout_hessian,
     structured_etas,
     termwise_etas,
 )
-from ntkcheck.dynamics.coercivity._stats import all_stats
-from ntkcheck.dynamics.coercivity._termwise import d2, d3, field, head, motion, region
+from ntkcheck.convergence.coercivity._stats import all_stats
+from ntkcheck.convergence.coercivity._termwise import d2, d3, field, head, motion, region
+from ntkcheck.dynamics import init_params
 
 
 def _feature(x, w, Q, b, Z, dQ, db):

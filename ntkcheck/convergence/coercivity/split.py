@@ -23,8 +23,8 @@ and :math:`|u|\,ds \le d\Lambda/\sigma(\Lambda)`, so it moves by less than :math
 exit time both would be reached: a contradiction.
 
 The constants: :math:`\sigma(\ell) = \sigma_{\rm lin}(\ell, r_q) - \bar\rho_V(\ell, r_q)` with the linear
-part from the NTK's eigenblocks (:mod:`~ntkcheck.dynamics.coercivity._linear`, or Weyl with the
-centre's constants) and the second-order remainder of :mod:`~ntkcheck.dynamics.coercivity._remainder`;
+part from the NTK's eigenblocks (:mod:`~ntkcheck.convergence.coercivity._linear`, or Weyl with the
+centre's constants) and the second-order remainder of :mod:`~ntkcheck.convergence.coercivity._remainder`;
 the integrals are lower (:math:`\Sigma`) and upper (:math:`\Psi`) sums on a geometric grid.
 
 References: seed 002 ("A Mean-Field Theory of Transformers") Thm. 8.5; ``theory/local-convergence.md``.
@@ -57,7 +57,7 @@ _RADII = 12
 class CoercivitySetup:
     r"""What the split-region bound needs from the centre, computed once.
 
-    ``linear`` is ``"eigenblocks"`` (:class:`~ntkcheck.dynamics.coercivity._linear.LinearBlocks`) or
+    ``linear`` is ``"eigenblocks"`` (:class:`~ntkcheck.convergence.coercivity._linear.LinearBlocks`) or
     ``"weyl"`` (:math:`\\sigma_0 - c\\,r_V - s\\,r_q`); ``quadratic`` is ``"hessian"`` or ``"termwise"``.
     """
 
@@ -93,7 +93,7 @@ def coercivity_setup(samples: Any, params: Any, *, layers: int, T: float, lambda
     """The setup at a FixUp centre (``V = 0``, heads shared over depth, readout loss), or ``None``.
 
     ``lambda_0`` a proved lower bound of :math:`\\lambda_{\\min}(K_0)`, ``k_ball`` :math:`T^2 G_r` as an Arb
-    ball matrix (or ``None``), ``centre`` the :class:`~ntkcheck.dynamics.jacobian_bound.FixupCentre`
+    ball matrix (or ``None``), ``centre`` the :class:`~ntkcheck.convergence.jacobian_bound.FixupCentre`
     (its ``c``, ``s`` bound the first-order change of the Jacobian)."""
     from ...cgf import as_laws
 

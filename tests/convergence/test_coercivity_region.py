@@ -1,4 +1,4 @@
-"""The split-region bounds (ntkcheck.dynamics.coercivity) against the Jacobian measured in the region.
+"""The split-region bounds (ntkcheck.convergence.coercivity) against the Jacobian measured in the region.
 
 Every certified quantity of a profile is a bound over the whole region
 :math:`\\Omega(r_V, r_q) = \\{|V|_\\rho \\le r_V, |\\psi - \\psi_0|_\\rho \\le r_q\\}`; here it is compared with the
@@ -20,12 +20,12 @@ import math
 import numpy as np
 import pytest
 
-import ntkcheck.dynamics.coercivity.split as split_mod
+import ntkcheck.convergence.coercivity.split as split_mod
+from ntkcheck.convergence.coercivity.split import _radius_grid, coercivity_setup
+from ntkcheck.convergence.jacobian_bound import fixup_centre
+from ntkcheck.convergence.lipschitz_search import _Objective, region_search
+from ntkcheck.convergence.spectrum_bound import certified_spectrum
 from ntkcheck.dynamics import init_params
-from ntkcheck.dynamics.coercivity.split import _radius_grid, coercivity_setup
-from ntkcheck.dynamics.jacobian_bound import fixup_centre
-from ntkcheck.dynamics.lipschitz_search import _Objective, region_search
-from ntkcheck.dynamics.spectrum_bound import certified_spectrum
 
 
 def _data(d: int, n: int = 3, N: int = 3, seed: int = 0):
@@ -148,7 +148,7 @@ def test_region_bounds_hold_at_random_and_adversarial_points(name, fallback, mon
     |B_V - B_V0 - L| <= rho, |B_V - B_V0| <= c r_V + s r_q + rho, |B_psi| / |V| <= kappa at the worst
     point found. The bounds are not vacuous: sigma > 0 on every region. ``fallback``: the routes used
     for large models (term-by-term eta norms, Weyl's linear part), forced by zero size limits."""
-    from ntkcheck.dynamics.coercivity import _hessian, _linear
+    from ntkcheck.convergence.coercivity import _hessian, _linear
 
     if fallback:
         monkeypatch.setattr(_hessian, "MAX_MOTION", 0)

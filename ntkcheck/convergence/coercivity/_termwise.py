@@ -1,6 +1,6 @@
 r"""Term-by-term bounds on the derivatives of one head's feature at every point of a region.
 
-Private to :mod:`ntkcheck.dynamics.coercivity` (``theory/local-convergence.md``, "Softmax
+Private to :mod:`ntkcheck.convergence.coercivity` (``theory/local-convergence.md``, "Softmax
 derivatives over a region"). A feature :math:`m = \sum_k \pi_k x_k`, :math:`\pi = \operatorname{softmax}(s)`,
 :math:`s_k = \langle q, x_k\rangle + \log w_k`, :math:`q = \psi\tilde x_j`, has along directions
 :math:`e_i = (Y^i, \Delta\psi^i)` (token field, head displacement)
@@ -15,7 +15,7 @@ with :math:`\tilde a^i_k` the centred score derivative, and :math:`D^3 m` the an
 (:math:`\ell` the derivatives of :math:`\log\pi_k`). Each factor is bounded per key ``k`` at every point
 of the region: the weights by :math:`\pi_k e^{\sigma^{tot}_k}` (the centred score change
 :math:`\sigma^{tot}_k` over the region, from the per-score sensitivities of
-:mod:`~ntkcheck.dynamics.coercivity._stats`), the score derivatives of a token motion
+:mod:`~ntkcheck.convergence.coercivity._stats`), the score derivatives of a token motion
 :math:`M[V]` by :math:`\sigma_{hjk}` (not by :math:`|q|` times a token displacement: the motion
 is shared by all tokens), and the rest by triangle inequalities. Every bound is a sum of
 products of nonnegative upper bounds (and ``exp``), so it increases with each of them; as a

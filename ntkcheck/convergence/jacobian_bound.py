@@ -29,7 +29,7 @@ and :math:`\|D^2 z(\theta_0)\|_\rho \le c/2 + \sqrt{c^2/4 + s^2}`. Away from the
 every coefficient moves by at most a proved Lipschitz bound times the displacement (budget
 :math:`\frac1H\sum_h|\delta\theta_h|^2 \le r^2`: one head moves at most :math:`\sqrt H r`), and the
 terms proportional to ``V`` grow from zero (the growth terms of the theory page). The bound is
-the smaller of this and the propagated bound of :mod:`ntkcheck.dynamics.lipschitz`.
+the smaller of this and the propagated bound of :mod:`ntkcheck.convergence.lipschitz`.
 
 Readout loss, heads shared over depth, a FixUp centre; anything else uses the propagated
 bound alone.
@@ -396,7 +396,7 @@ class JacobianBound:
         on the ball.
     first_order, growth, propagated : float
         :math:`\|D^2 z(\theta_0)\|_\rho` bound, the growth term at ``r`` (``nan`` without the FixUp
-        structure), the propagated bound of :func:`ntkcheck.dynamics.lipschitz.lipschitz_bound`.
+        structure), the propagated bound of :func:`ntkcheck.convergence.lipschitz.lipschitz_bound`.
     lambda_max_0 : float
         The :math:`\Lambda` used.
     """

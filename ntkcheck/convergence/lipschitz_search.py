@@ -51,7 +51,7 @@ class LipschitzSearch:
         Largest :math:`\|K(\theta) - K(\theta_0)\|/D(\theta, \theta_0)`.
     best_deviation : float
         Largest :math:`\|B(\theta) - B(\theta_0)\|_2/D(\theta,\theta_0)` (:math:`K = BB^\top`): what
-        :math:`\beta(r)/r` of :mod:`ntkcheck.dynamics.jacobian_bound` bounds.
+        :math:`\beta(r)/r` of :mod:`ntkcheck.convergence.jacobian_bound` bounds.
     evaluations : int
         NTKs computed.
     seconds : float
@@ -80,8 +80,8 @@ class _Objective:
     """``K`` and ``B`` at flat parameter vectors, counted."""
 
     def __init__(self, samples: Any, params: Any, layers: int, T: float, loss: str) -> None:
-        from . import _attention
-        from .model import _prepare
+        from ..dynamics import _attention
+        from ..dynamics.model import _prepare
 
         self.batch = _prepare(samples, params, layers, T)
         self.params, self.layers, self.T, self.loss = params, layers, T, loss
@@ -235,7 +235,7 @@ def lipschitz_search(samples: Any, params: Any, *, layers: int, radius: float, T
 @dataclass(frozen=True)
 class RegionSearch:
     r"""What a search found on the region :math:`|V|_\rho \le r_V`, :math:`|\psi - \psi_0|_\rho \le r_q` of a
-    split-region certificate (:mod:`ntkcheck.dynamics.coercivity.split`): the other side of its bounds.
+    split-region certificate (:mod:`ntkcheck.convergence.coercivity.split`): the other side of its bounds.
 
     Attributes
     ----------

@@ -14,7 +14,7 @@ the seed's slip corrected (its step 1 bounds :math:`\lambda_{\max}` by :math:`\L
 it is :math:`\Lambda + \lambda_0/2`) the bound is
 :math:`W_2 \le 2\sqrt{2\Lambda+\lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0`, valid when
 :math:`\mathcal L(0) \le \lambda_0^4/(16 L_K^2(2\Lambda+\lambda_0))` (corrected eq. 30). A certified
-upper bound on ``L_K`` (:mod:`ntkcheck.dynamics.lipschitz`) decides that condition:
+upper bound on ``L_K`` (:mod:`ntkcheck.convergence.lipschitz`) decides that condition:
 :attr:`LocalConvergence.certificate`.
 
 References: seed 002 Thm. 8.5 (eqs. 30, 31); seed 003 Thm. 4.
@@ -30,10 +30,16 @@ from typing import Any
 import numpy as np
 
 from .._records import restore
+from ..dynamics._experiment import (
+    _default_params,
+    _fit_slope,
+    _from_weighted,
+    _setup,
+    _targets_from,
+)
+from ..dynamics.flow import FlowResult, flow_time, gradient_flow
+from ..dynamics.model import AttentionParams, LossKind
 from ..errors import DomainError
-from ._experiment import _default_params, _fit_slope, _from_weighted, _setup, _targets_from
-from .flow import FlowResult, flow_time, gradient_flow
-from .model import AttentionParams, LossKind
 
 __all__ = [
     "LocalConvergence",
@@ -62,11 +68,11 @@ class LocalConvergence:
         the corrected constants, :math:`2\sqrt{2\Lambda+\lambda_0}\,\mathcal L(0)^{1/2}/\lambda_0`
         (guaranteed only when ``certificate.certified``)
     lipschitz_lower : the largest :math:`\|K(\theta)-K(\theta')\|/D(\theta,\theta')` found on the
-        certificate's ball (:func:`ntkcheck.dynamics.lipschitz_search.lipschitz_search`), or for a
+        certificate's ball (:func:`ntkcheck.convergence.lipschitz_search.lipschitz_search`), or for a
         split-region certificate the largest :math:`\|K(\theta) - K_0\|/r_V` found on its region
-        (:func:`~ntkcheck.dynamics.lipschitz_search.region_search`): a lower bound on the true constant,
+        (:func:`~ntkcheck.convergence.lipschitz_search.region_search`): a lower bound on the true constant,
         beside the certified ``certificate.L_K`` (``lipschitz_ratio`` = their ratio)
-    certificate : :class:`ntkcheck.dynamics.guarantee.ConvergenceCertificate` or None
+    certificate : :class:`ntkcheck.convergence.guarantee.ConvergenceCertificate` or None
         Whether seed 002 Thm. 8.5 (sharpened, proved constants) guarantees the run and, if so, the
         guaranteed rate and radius; ``None`` for per-layer heads (the bound covers shared heads).
     loss_floor_rounding : :func:`rounding_floor`: records at or below it are not used for rates
@@ -185,7 +191,7 @@ def local_convergence(
     the loss reaches it, ``time_budget`` after that many wall-clock seconds (as in
     :func:`~ntkcheck.dynamics.flow.gradient_flow`; what the run leaves of it bounds the certificate's
     split region and the search, which are skipped once it is spent). ``certify``: compute the certificate
-    (:mod:`ntkcheck.dynamics.guarantee`, a few seconds), and ``search_evaluations`` NTKs for the
+    (:mod:`ntkcheck.convergence.guarantee`, a few seconds), and ``search_evaluations`` NTKs for the
     Lipschitz search on its ball (0: no search).
 
     References: seed 002 Thm. 8.5 (eq. 31 and the displacement bound), seed 003 Thm. 4.
@@ -252,7 +258,7 @@ def local_convergence(
 def _certify(samples: Any, params: AttentionParams, layers: int, T: float, loss: str, lam0: float, lamM: float,
              L0: float, s: np.ndarray, Ls: np.ndarray, disp: np.ndarray, floor: float, rtol: float, atol: float,
              seed: int, search_evaluations: int, seconds: float | None) -> tuple[Any, Any, bool | None]:
-    r"""The certificate (:mod:`ntkcheck.dynamics.guarantee`), the search on its ball or region, and whether the
+    r"""The certificate (:mod:`ntkcheck.convergence.guarantee`), the search on its ball or region, and whether the
     run obeys it, within ``seconds`` (``None``: no limit; the split region is not tried and the search not
     run once the time is spent).
 
