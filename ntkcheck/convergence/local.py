@@ -189,8 +189,8 @@ def local_convergence(
     the slowest linearised mode needs to lose ``decades`` decades of loss,
     :math:`\text{decades}\cdot\ln 10/(2\lambda_0)`. ``loss_target`` stops the run as soon as
     the loss reaches it, ``time_budget`` after that many wall-clock seconds (as in
-    :func:`~ntkcheck.dynamics.flow.gradient_flow`; what the run leaves of it bounds the certificate's
-    split region and the search, which are skipped once it is spent). ``certify``: compute the certificate
+    :func:`~ntkcheck.dynamics.flow.gradient_flow`; what the run leaves of it, or the enclosing command's
+    budget, bounds the certificate, which is "not certified (time budget spent)" past it, and the search). ``certify``: compute the certificate
     (:mod:`ntkcheck.convergence.guarantee`, a few seconds), and ``search_evaluations`` NTKs for the
     Lipschitz search on its ball (0: no search).
 
