@@ -65,7 +65,8 @@ def test_screen_and_gram_hold_their_budget(capsys, many, verb):
     the report says what the budget cut: a certificate "not certified (time budget spent)" (exit
     3), or a step skipped because it would not fit (the note says so; what was certified in time
     stands); or, when not even the float64 spectrum fits, the command is refused with the
-    estimate (exit 2)."""
+    estimate (exit 2). On an idle machine the whole screening can fit in 8 s (seen in CI): then the
+    report is complete, certified, and mentions no budget."""
     code, elapsed, out, err = _run(capsys, [verb, many, "--max-seconds", "8", "--json"])
     assert elapsed <= 8 + SLACK, f"{elapsed:.1f} s > 8 + {SLACK} s"
     if code == 2:
@@ -77,7 +78,11 @@ def test_screen_and_gram_hold_their_budget(capsys, many, verb):
     cert = g["certified"]
     cut = cert["kind"] == "inconclusive" and cert["detail"].startswith("not certified (time budget spent)")
     skipped = any("would not fit in the time budget" in n for n in g["notes"])
-    assert cut or skipped, (cert, g["notes"])
+    if not (cut or skipped):
+        # an unloaded machine can finish everything within the budget: then the report is complete and
+        # says nothing was cut (a certified bound, exit 3 from the gate on its relative lambda_min)
+        assert cert["lower_bound"] is not None and cert["lower_bound"] > 0, (cert, g["notes"])
+        assert not any("time budget" in n for n in g["notes"]), g["notes"]
     if cut:
         assert cert["lower_bound"] is None
     assert d["outcome"]["exit_code"] == 3
