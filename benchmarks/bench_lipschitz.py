@@ -18,31 +18,18 @@ the largest ``||B(theta) - B_0|| / D`` found. Both ratios are measured in the sa
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
 import numpy as np
+from _convergence_cases import random_cases, readme_case
 
 from ntkcheck.convergence.guarantee import certificate_from_spectrum
 from ntkcheck.convergence.lipschitz_search import lipschitz_search
 from ntkcheck.convergence.spectrum_bound import certified_spectrum
-from ntkcheck.dynamics import init_params
 
 
 def _cases() -> list[tuple[str, list[np.ndarray], object, float]]:
-    from ntkcheck.io.files import bundled_path, load_samples
-
-    out = []
-    readme = load_samples(bundled_path("screen_default.npz"))[:4]
-    p = init_params(3, 16, seed=0)
-    out.append(("README, --eps 0.01", readme, p, 0.5 * 0.01**2))
-    out.append(("README, --eps 0.001", readme, p, 0.5 * 0.001**2))
-    for d, H in ((2, 16), (8, 16), (64, 4)):
-        rng = np.random.default_rng(d)
-        samples = [rng.standard_normal((5, d)) * (2.0 / math.sqrt(d)) for _ in range(4)]
-        s = 1.0 / math.sqrt(d)
-        out.append((f"random d={d}, H={H}", samples, init_params(d, H, q_scale=s, b_scale=s, seed=0), 1e-7))
-    return out
+    return [readme_case(0.01), readme_case(0.001), *random_cases()]
 
 
 def main() -> None:
