@@ -101,17 +101,10 @@ def exact(x):
 
 
 def ref_empirical(tokens, weights=None) -> RefEmpirical:
-    """The law ``sum_j w_j delta(x_j)`` of a token sample, merged and normalised exactly."""
-    from fractions import Fraction
-
-    rows = [tuple(exact(v) for v in row) for row in np.asarray(tokens, dtype=np.float64)]
-    w = [Fraction(1)] * len(rows) if weights is None else [exact(v) for v in weights]
-    tot = sum(w, Fraction(0))
-    atoms: dict = {}
-    for x, wj in zip(rows, w):
-        if wj != 0:
-            atoms[x] = atoms.get(x, Fraction(0)) + wj / tot
-    return RefEmpirical(atoms, len(rows[0]))
+    """The law ``sum_j w_j delta(x_j)`` of a token sample, merged and normalised exactly: the tokens'
+    float64 values, the weights' values as :func:`exact` reads them (:func:`ref_law` on those)."""
+    w = None if weights is None else [exact(v) for v in weights]
+    return ref_law(np.asarray(tokens, dtype=np.float64), w)
 
 
 def ref_convolution(p: RefEmpirical, q: RefEmpirical) -> RefEmpirical:
