@@ -1,4 +1,4 @@
-"""Benchmark of the NTK Gram at FixUp (ntkcheck.ntk.gram_matrix), issues 3, 14 and 23.
+"""Benchmark of the NTK Gram at FixUp (ntkcheck.ntk.gram_matrix.pipeline), issues 3, 14 and 23.
 
 Default (issue 23, the Gram at the matmul limit): d = 8, N = 8 tokens a sample, H = 4 M / d heads
 (``F`` of shape ``M x 4M``), per M, medians over ``--repeats`` interleaved runs of
@@ -68,8 +68,8 @@ import tracemalloc
 import numpy as np
 
 from ntkcheck.cgf import Empirical, as_laws
-from ntkcheck.ntk.features import attention_features, init_heads
-from ntkcheck.ntk.gram_matrix import (
+from ntkcheck.ntk.gram_matrix.features import attention_features, init_heads
+from ntkcheck.ntk.gram_matrix.pipeline import (
     _extremal_eigh,
     _gram_accumulated,
     _gram_lower,
@@ -214,7 +214,7 @@ def main(argv=None) -> None:
 
 
 def _cert_bench(rows) -> None:
-    from ntkcheck.ntk.certificate import certify_positive
+    from ntkcheck.ntk.certificate.routes import certify_positive
 
     rng = np.random.default_rng(0)
     print(f"{'M':>6} {'d':>3} {'H':>5} | {'cert s':>7} {'float s':>7} {'ratio':>6} | {'lower bound':>11} "
@@ -240,7 +240,7 @@ def _cert_bench(rows) -> None:
 
 
 def _arb_bench() -> None:
-    from ntkcheck.ntk.certificate import certify_lambda_min
+    from ntkcheck.ntk.certificate.routes import certify_lambda_min
 
     rng = np.random.default_rng(0)
     print(f"{'M':>5} {'d':>2} {'H':>4} | {'arb s':>7} {'bits':>5} {'lower bound':>11}")
@@ -264,7 +264,7 @@ def _arb_largest_bench() -> None:
     certified bound over sigma_min(F)^2 from numpy's SVD (a float reference, to M = 2048). Then
     the refusals: above ``MAX_CERTIFY_TOKENS``, and at Q, b scale 1e-6 (relative lambda_min ~1e-29)."""
     from ntkcheck.errors import PrecisionError
-    from ntkcheck.ntk.certificate import MAX_CERTIFY_TOKENS, certify_lambda_min
+    from ntkcheck.ntk.certificate.routes import MAX_CERTIFY_TOKENS, certify_lambda_min
 
     rng = np.random.default_rng(0)
     d = 2
@@ -302,7 +302,7 @@ def _arb_largest_bench() -> None:
 
 
 def _laws_bench() -> None:
-    from ntkcheck.ntk.structure import dependence_structure
+    from ntkcheck.ntk.prop8.structure import dependence_structure
 
     rng = np.random.default_rng(0)
     print(f"{'M':>6} {'d':>4} {'H':>5} | {'equal s':>8} {'weighted s':>10} {'ratio':>6}")

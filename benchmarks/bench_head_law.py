@@ -1,4 +1,4 @@
-"""Benchmark of the certificate of the head law's NTK (ntkcheck.ntk.head_law), issue 20.
+"""Benchmark of the certificate of the head law's NTK (ntkcheck.ntk.heads.law), issue 20.
 
 For M = 64, 256, 1024 distinct atoms (samples of N = 8 Gaussian tokens of norm about 1,
 ``x ~ N(0, I / d)``), d = 8 and 384, Gaussian heads (``q_scale = b_scale = 1``),
@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 from ntkcheck.cgf import as_laws
-from ntkcheck.ntk import _head_law_steps as steps
 from ntkcheck.ntk import atom_span, default_head_count, gram, head_law_bound, init_heads
+from ntkcheck.ntk.heads import _law_steps as steps
 
 
 def _row(M: int, d: int, seconds: float, seed: int = 0) -> None:

@@ -61,8 +61,8 @@ from ntkcheck.cgf import as_laws
 from ntkcheck.cli import main as cli
 from ntkcheck.distributed import distributed_gram, sweep
 from ntkcheck.io.files import bundled_path
-from ntkcheck.ntk.features import DEFAULT_CHUNK, Heads, attention_features, init_heads
-from ntkcheck.ntk.gram_matrix import _gram_accumulated, gram
+from ntkcheck.ntk.gram_matrix.features import DEFAULT_CHUNK, Heads, attention_features, init_heads
+from ntkcheck.ntk.gram_matrix.pipeline import _gram_accumulated, gram
 
 SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
 
@@ -224,7 +224,7 @@ def bench_certified(workers: int, M: int, tiles: int, d: int = 8, N: int = 8) ->
 
     from distributed import Client, LocalCluster
 
-    from ntkcheck.ntk.certificate import certify_positive
+    from ntkcheck.ntk.certificate.routes import certify_positive
 
     rng = np.random.default_rng(0)
     laws = as_laws([rng.standard_normal((N, d)) / math.sqrt(d) for _ in range(M // N)])

@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 
 from ntkcheck.cgf import as_laws  # noqa: E402
 from ntkcheck.io.models import attention_heads, load_encoder  # noqa: E402
-from ntkcheck.ntk.gram_matrix import gram  # noqa: E402
+from ntkcheck.ntk.gram_matrix.pipeline import gram  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 texts = [t.strip() for t in (ROOT / "ntkcheck/data/sentences.txt").read_text().splitlines() if t.strip()]

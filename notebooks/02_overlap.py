@@ -35,9 +35,9 @@ from _nbsetup import SMALL, save  # notebooks/_nbsetup.py
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkcheck.ntk.crosscheck import crosscheck
-from ntkcheck.ntk.features import init_heads
-from ntkcheck.ntk.gram_matrix import gram
+from ntkcheck.ntk.gram_matrix.features import init_heads
+from ntkcheck.ntk.gram_matrix.pipeline import gram
+from ntkcheck.ntk.prop8.crosscheck import crosscheck
 
 # %% [markdown]
 # ## The six cases

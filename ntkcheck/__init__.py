@@ -88,15 +88,15 @@ from .independence.results import Verdict as Verdict
 from .io.files import load_laws as load_laws
 from .io.files import load_samples as load_samples
 
-# the NTK Gram at FixUp (module ``ntkcheck.ntk.gram_matrix``; the function is ``gram``)
-from .ntk.features import Heads as Heads
-from .ntk.features import init_heads as init_heads
-from .ntk.gram_matrix import GramResult as GramResult
-from .ntk.gram_matrix import gram as gram
+# a symmetric matrix made elsewhere (module ``ntkcheck.ntk.certificate.user_matrix``)
+from .ntk.certificate.user_matrix import MatrixCertificate as MatrixCertificate
+from .ntk.certificate.user_matrix import certify_matrix as certify_matrix
 
-# a symmetric matrix made elsewhere (module ``ntkcheck.ntk.user_matrix``)
-from .ntk.user_matrix import MatrixCertificate as MatrixCertificate
-from .ntk.user_matrix import certify_matrix as certify_matrix
+# the NTK Gram at FixUp (module ``ntkcheck.ntk.gram_matrix.pipeline``; the function is ``gram``)
+from .ntk.gram_matrix.features import Heads as Heads
+from .ntk.gram_matrix.features import init_heads as init_heads
+from .ntk.gram_matrix.pipeline import GramResult as GramResult
+from .ntk.gram_matrix.pipeline import gram as gram
 
 # screening token data (module ``ntkcheck.screening``; the function is ``screen``)
 from .screening import ScreenReport as ScreenReport

@@ -14,8 +14,8 @@ from typing import Any
 
 from ._text import exact_vector, vector_summary
 from .independence.results import decision_sentence
-from .ntk.head_search import finite_heads_sentences
-from .ntk.useful_rate import below_rate_sentences, rounding_notes
+from .ntk.certificate.useful_rate import below_rate_sentences, rounding_notes
+from .ntk.heads.search import finite_heads_sentences
 
 __all__ = ["sample_lines", "verdict_lines", "gram_lines", "crosscheck_lines", "paragraphs", "bottom_sentences"]
 

@@ -21,7 +21,7 @@ The claims:
   kernel vector seed 003 Prop. 8 gives; ``gram-equal-scores``: two atoms of one sample that every
   head scores alike (an exactly singular Gram, ``GramCertificate.kind == "exactly-singular"``);
 * ``matrix-lower-bound`` (with the Cholesky shift ``t`` and the proved radius),
-  ``matrix-singular``, ``matrix-indefinite`` (with the vector): :func:`~ntkcheck.ntk.user_matrix.certify_matrix`;
+  ``matrix-singular``, ``matrix-indefinite`` (with the vector): :func:`~ntkcheck.ntk.certificate.user_matrix.certify_matrix`;
 * ``none``: nothing was certified (the reason): the verifier reports it unchecked.
 
 Arrays of up to :data:`INLINE_ENTRIES` entries are written in the JSON (``{"shape", "data"}``:
@@ -125,7 +125,7 @@ def decision_claim(cid: str, dec: Any, samples: list[int] | None = None) -> dict
 
 
 def gram_claim(cid: str, g: Any, samples: list[int] | None = None) -> dict[str, Any]:
-    """The claim of a :class:`~ntkcheck.ntk.gram_matrix.GramResult`: its certified lower bound, its
+    """The claim of a :class:`~ntkcheck.ntk.gram_matrix.pipeline.GramResult`: its certified lower bound, its
     exact singularity (two atoms every head scores alike), or ``none``."""
     c = g.certified
     if c is not None and c.kind == "exactly-singular" and c.atoms is not None:
@@ -197,8 +197,8 @@ def screen_certificate(report: Any, samples: Any, heads: Any = None, source: Any
 
 
 def matrix_certificate(cert: Any, matrix: Any, source: Any = None) -> dict[str, Any]:
-    """The certificate record of :func:`~ntkcheck.ntk.user_matrix.certify_matrix`."""
-    from .ntk.user_matrix import load_matrix
+    """The certificate record of :func:`~ntkcheck.ntk.certificate.user_matrix.certify_matrix`."""
+    from .ntk.certificate.user_matrix import load_matrix
 
     A = load_matrix(matrix) if isinstance(matrix, (str, Path)) else np.asarray(matrix)
     rec = {"verb": "certify", "source": _source(source), "claims": [],

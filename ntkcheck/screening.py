@@ -6,11 +6,11 @@ For token sets :math:`X_1, \dots, X_n` and heads drawn from an init spec, the re
   sample enters the dependency found); each sample is its empirical law
   (:class:`~ntkcheck.cgf.empirical.Empirical`): repeated tokens are one atom with their summed mass;
 * the weak and strong CGF verdicts with their certificates (``ntkcheck.decide``);
-* the NTK Gram spectrum at FixUp on the distinct atoms (``ntkcheck.ntk.gram_matrix``) and the
-  cross-check against seed 003 Prop. 8 (``ntkcheck.ntk.crosscheck``); when the samples are
+* the NTK Gram spectrum at FixUp on the distinct atoms (``ntkcheck.ntk.gram_matrix.pipeline``) and the
+  cross-check against seed 003 Prop. 8 (``ntkcheck.ntk.prop8.crosscheck``); when the samples are
   dependent, the cross-check is repeated on the samples outside the dependency, so both
   outcomes are visible;
-* the dependence structure by name (``ntkcheck.ntk.structure``: "sample 12 is sample 3",
+* the dependence structure by name (``ntkcheck.ntk.prop8.structure``: "sample 12 is sample 3",
   translates with their shift, products, single Diracs) and the dimension of the Gram
   kernel it predicts beside the number of eigenvalues observed at the rounding floor;
 * the smallest NTK eigenvalue :math:`\lambda_0` under the screen's own convention: the
@@ -63,15 +63,7 @@ from .errors import InputError
 from .independence.results import Decision, no_truth_value
 from .io.files import BUNDLED_DATA, bundled_path, load_samples
 from .io.heads import load_heads as load_heads  # re-exported: its historic home
-from .ntk import head_law as _head_law
-from .ntk.crosscheck import CrosscheckResult, crosscheck
-from .ntk.features import Heads, _atom_count
-from .ntk.gram_matrix import GramResult, certify_result, gram
-from .ntk.head_law import HeadLawBound
-from .ntk.head_rank import default_head_count
-from .ntk.head_search import HeadSearch, search_heads
-from .ntk.structure import DependenceStructure, dependence_structure
-from .ntk.useful_rate import (
+from .ntk.certificate.useful_rate import (
     DEFAULT_MIN_RELATIVE_LAMBDA,
     SlowMode,
     check_min_relative_lambda,
@@ -79,6 +71,14 @@ from .ntk.useful_rate import (
     slow_mode,
     useful_rate,
 )
+from .ntk.gram_matrix.features import Heads, _atom_count
+from .ntk.gram_matrix.pipeline import GramResult, certify_result, gram
+from .ntk.heads import law as _head_law
+from .ntk.heads.law import HeadLawBound
+from .ntk.heads.rank import default_head_count
+from .ntk.heads.search import HeadSearch, search_heads
+from .ntk.prop8.crosscheck import CrosscheckResult, crosscheck
+from .ntk.prop8.structure import DependenceStructure, dependence_structure
 
 __all__ = ["SampleSummary", "ScreenReport", "screen", "default_head_count", "load_heads", "plot_report",
            "RATE_CAVEAT", "BUNDLED_DATA"]
@@ -212,7 +212,7 @@ class ScreenReport:
     @property
     def near_dependency(self) -> dict[str, Any] | None:
         """For ``"certified positive, below a useful rate"``: the samples carrying the slowest
-        eigenvector (:class:`~ntkcheck.ntk.useful_rate.SlowMode`) and the decisions' notes at
+        eigenvector (:class:`~ntkcheck.ntk.certificate.useful_rate.SlowMode`) and the decisions' notes at
         the rounding level of the data; None otherwise."""
         below = self.outcome == "certified positive, below a useful rate"
         return near_dependency(self.slow_mode, self.decision_notes) if below else None
@@ -368,12 +368,12 @@ def screen(
         A head count drawn from the init spec (``q_scale``, ``b_scale``, ``dist``, ``seed``),
         explicit heads, or ``"auto"``/None: from :func:`default_head_count` (rank room ``4 M`` for
         the span of the atoms), doubled until the Gram is certified positive, or its kernel is the
-        head law's, or the budget is spent (:func:`~ntkcheck.ntk.head_search.search_heads`).
+        head law's, or the budget is spent (:func:`~ntkcheck.ntk.heads.search.search_heads`).
     depth_T : float
         Depth ``T`` of the model: the NTK and :math:`\lambda_0` scale by ``T``.
     certify : bool
         Certificate for the Gram when float64 cannot decide and no kernel is predicted
-        (``M <= 4096``, :func:`~ntkcheck.ntk.certificate.certify_lambda_min`).
+        (``M <= 4096``, :func:`~ntkcheck.ntk.certificate.routes.certify_lambda_min`).
     max_bits : int
         Highest Arb precision of that certificate (512 keeps a singular Gram's failed
         attempts near one second; a Gram with relative ``lambda_min`` ~1e-40 needs ~300).
@@ -381,13 +381,13 @@ def screen(
         What the data is, in words, for the report's bottom line (set for the bundled data).
     min_relative_lambda : float
         The smallest certified ``lambda_min / lambda_max`` called a useful rate (default
-        ``1e-12``, :mod:`ntkcheck.ntk.useful_rate` says why; 0 turns the gate off): a Gram
+        ``1e-12``, :mod:`ntkcheck.ntk.certificate.useful_rate` says why; 0 turns the gate off): a Gram
         certified positive below it concludes ``"certified positive, below a useful rate"``.
     delta, head_law_seconds : float
         Failure probability and time budget of the certificate of the head law's NTK
-        (:func:`~ntkcheck.ntk.head_law.head_law_bound`; None: ``DEFAULT_SECONDS`` of that module, 20 s; 0 skips it).
+        (:func:`~ntkcheck.ntk.heads.law.head_law_bound`; None: ``DEFAULT_SECONDS`` of that module, 20 s; 0 skips it).
     spectrum : {"extremal", "full"}
-        Of :func:`~ntkcheck.ntk.gram_matrix.gram`: ``"full"`` keeps every eigenvalue (``M <= 4096``),
+        Of :func:`~ntkcheck.ntk.gram_matrix.pipeline.gram`: ``"full"`` keeps every eigenvalue (``M <= 4096``),
         which :func:`plot_report` draws.
     time_budget : float, Budget or None
         Seconds for the whole screening (default 300; None: no limit; each step gets at most what is left).

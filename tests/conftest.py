@@ -37,6 +37,6 @@ def _short_head_law_budget(monkeypatch):
     otherwise; the suite runs them with 1 s, so the code path runs everywhere (usually it reports the
     heads a positive bound would need) without costing minutes. The tests of the head law pass their
     own budget or head count."""
-    from ntkcheck.ntk import head_law
+    from ntkcheck.ntk.heads import law as head_law
 
     monkeypatch.setattr(head_law, "DEFAULT_SECONDS", 1.0)

@@ -6,6 +6,7 @@ Tolerances are stated with their reason; use these names rather than bare number
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import softmax
 
 #: float64 evaluations of the same closed form by two routes: a few ulps times the
 #: condition of log-sum-exp (O(1) for the sizes tested).
@@ -400,7 +401,7 @@ def ref_features(samples, Q, b, dps: int) -> list:
         return out
 
 
-# Reference for the head law's NTK in d = 1 (tests/ntk/test_head_law.py), from the definition
+# Reference for the head law's NTK in d = 1 (tests/ntk/heads/test_law.py), from the definition
 # (theory/ntk-head-law.md): K_rho[(i,a),(j,b)] = sqrt(m_ia m_jb) E[phi_ia(q, b) phi_jb(q, b)] with
 # (q, b) ~ N(0, s_q^2) x N(0, s_b^2), phi the softmax mean of the sample's atoms with scores
 # (q x + b) z + log m_z. Written with numpy and scipy only: it must not call ntkcheck.
@@ -433,3 +434,56 @@ def head_law_lambda_min_1d(samples, masses, q_scale, b_scale, nq=100, nb=2000):
     K2 = head_law_kernel_1d(samples, masses, q_scale, b_scale, 2 * nq, 2 * nb)
     lam = float(np.linalg.eigvalsh((K2 + K2.T) / 2)[0])
     return lam, float(np.linalg.norm(K2 - K1, 2)) + 1e-15
+
+
+# ------------------------------------------------------------ the Prop. 8 table (tests/ntk/prop8, tests/ntk/heads)
+
+Z, U, V = np.zeros(2), np.array([1.0, 0.25]), np.array([-0.5, 1.0])
+E1 = np.array([1.0, 0.0])
+_rng = np.random.default_rng(3)
+_X = np.array([[0.0, 0.0], [1.0, 0.5], [0.25, 1.0]])
+
+# The table of theory/ntk-prop8.md (seed 003 Prop. 8), every row:
+# (samples, weak verdict, overlap, Gram outcome, structures by name, kernel dimension)
+TABLE = {
+    "product, shared atom 0": ([np.array([Z, U]), np.array([Z, V]), np.array([Z, U, V, U + V])],
+                               "dependent", "1 shared atom", "singular",
+                               ["sample 2 is the law of X+Y, X ~ sample 0, Y ~ sample 1 independent"], 1),
+    "product, translated apart": ([np.array([Z, U]) + [3, 0.5], np.array([Z, V]) + [-2, 1.5],
+                                   np.array([Z, U, V, U + V]) + [0.5, -3]], "dependent", "none", "positive",
+                                  ["sample 2 is the law of X+Y, X ~ sample 0, Y ~ sample 1 independent, "
+                                   "translated by (-0.5, -5)"], 0),
+    "translate, disjoint": ([_X, _X + [5.0, 4.0]], "dependent", "none", "positive",
+                            ["sample 1 is sample 0 translated by (5, 4)"], 0),
+    "{0,e1,2e1} and translate by e1": ([np.array([Z, E1, 2 * E1]), np.array([E1, 2 * E1, 3 * E1])],
+                                       "dependent", "2 shared atoms", "singular",
+                                       ["sample 1 is sample 0 translated by (1, 0)"], 1),
+    "3 single Diracs, d=2": ([np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]]), np.array([[1.0, 2.0]])],
+                             "dependent", "n > d Diracs (sum c_i x_i = 0)", "singular",
+                             ["samples [0, 1, 2] are single Diracs (linear CGFs); 1 independent Dirac relation "
+                              "sum_i c_i x_i = 0 among them"], 1),
+    "3 random samples of 3 tokens": ([_rng.standard_normal((3, 2)) for _ in range(3)],
+                                     "independent", "not needed", "positive", [], 0),
+}
+
+#: relative eigenvalue at or below which the reference counts a kernel direction: exact
+#: zeros come out of an SVD near (eps ||F||)^2 ~ 1e-32 relative, genuine eigenvalues of
+#: these small problems are above 1e-12 (ntkcheck.ntk.gram_matrix.pipeline uses the same floor, RESOLUTION_SVD)
+FLOOR = 1e-26
+
+
+def _reference_kernel(laws, heads):
+    """Eigenvalues at the floor of the atom Gram assembled from the definition, independent of
+    ntkcheck.ntk.gram_matrix.pipeline: per atom and head, sqrt(m_a / H) softmax_k(<Q x_a + b, x_k> + log m_k) @ X,
+    then the singular values of that matrix."""
+    H = heads.count
+    rows = []
+    for law in laws:
+        X, m = law.atoms, law.masses
+        for a, x in enumerate(X):
+            rows.append(np.concatenate([softmax(X @ (heads.Q[h] @ x + heads.b[h]) + np.log(m)) @ X
+                                        for h in range(H)]) * np.sqrt(m[a] / H))
+    s = np.linalg.svd(np.array(rows), compute_uv=False)
+    ev = np.zeros(len(rows))
+    ev[:s.size] = s**2
+    return int(np.sum(ev <= FLOOR * ev.max()))

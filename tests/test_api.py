@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_entry_points_reachable_from_the_package():
     """screen and gram are reachable after ``import ntkcheck`` and are the module functions
     (the modules are named differently on purpose: ``screening``, ``gram_matrix``)."""
-    from ntkcheck.ntk.gram_matrix import gram
+    from ntkcheck.ntk.gram_matrix.pipeline import gram
     from ntkcheck.screening import screen
 
     assert ntkcheck.screen is screen and ntkcheck.gram is gram
-    assert ntkcheck.GramResult.__module__ == "ntkcheck.ntk.gram_matrix"
+    assert ntkcheck.GramResult.__module__ == "ntkcheck.ntk.gram_matrix.pipeline"
 
 
 def test_all_is_explicit_and_clean():
@@ -106,7 +106,7 @@ def test_readme_tour_shows_the_current_bottom_line():
 def test_every_result_with_a_verdict_refuses_truthiness():
     """Decision, GramResult, CrosscheckResult and ScreenReport all raise on bool(): a
     dataclass instance is otherwise always True, a dependent or disagreeing result included."""
-    from ntkcheck.ntk.crosscheck import crosscheck
+    from ntkcheck.ntk.prop8.crosscheck import crosscheck
 
     X = [np.array([[0.0], [1.0]]), np.array([[5.0], [6.0]])]  # translates: dependent, no overlap
     results = [ntkcheck.decide(X), ntkcheck.gram(X, 4), crosscheck(X, ntkcheck.init_heads(4, 1)),

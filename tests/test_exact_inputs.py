@@ -25,14 +25,14 @@ from hypothesis import strategies as st
 
 import ntkcheck as nk
 from ntkcheck.errors import InputError
-from ntkcheck.ntk.certificate import (
+from ntkcheck.ntk.certificate.routes import (
     GramCertificate,
     _for_values_given,
     certify_gram_enclosure,
     certify_positive,
 )
-from ntkcheck.ntk.features import Heads
-from ntkcheck.ntk.structure import dependence_structure
+from ntkcheck.ntk.gram_matrix.features import Heads
+from ntkcheck.ntk.prop8.structure import dependence_structure
 
 LD = np.longdouble
 EXTENDED = np.finfo(LD).nmant >= 63  # x86-64: 64-bit mantissa, 1 + 2^-60 is a long double
@@ -124,7 +124,7 @@ def test_mutation_arb_from_the_rounded_heads_is_caught(monkeypatch):
     heads = Heads(np.array(Q, dtype=object), np.array(b, dtype=object))
     monkeypatch.setattr(Heads, "rational_Q", lambda self, h: [[F(float(v)) for v in r] for r in self.Q[h]])
     monkeypatch.setattr(Heads, "rational_b", lambda self, h: [F(float(v)) for v in self.b[h]])
-    monkeypatch.setattr("ntkcheck.ntk._gram_route.exactly_singular", lambda laws, heads: None)
+    monkeypatch.setattr("ntkcheck.ntk.gram_matrix.route.exactly_singular", lambda laws, heads: None)
     g = nk.gram([X_A], heads, certify=True)
     assert g.certified_positive  # the unsound verdict the issue reported ("positive, certified")
 
@@ -320,7 +320,7 @@ def test_rounding_radius_bounds_the_feature_change(den, toks, qs, round_heads):
     denominator ``den`` (not a double unless it is a power of two) and heads at thirds or at doubles.
     Reference: both feature matrices by mpmath at 50 digits from the exact values. Claim checked
     on every example (8); E is also at most 1e6 times the change (not vacuous)."""
-    from ntkcheck.ntk._inputs import rounding_radius
+    from ntkcheck.ntk.certificate.inputs import rounding_radius
 
     samples = [[[F(a, den), F(c, den)] for a, c in t] for t in toks]
     hd = 3 if round_heads else 4
@@ -346,7 +346,7 @@ def test_a_float64_bound_carries_over_only_above_the_radius():
     inconclusive with the float64 one as evidence. Mutation: E = 0 would pass l through."""
     laws = [nk.Empirical([[F(1, 10)], [F(7, 10)]])]
     heads = nk.init_heads(4, 1, seed=1)
-    from ntkcheck.ntk._inputs import rounding_radius
+    from ntkcheck.ntk.certificate.inputs import rounding_radius
 
     E = rounding_radius(laws, heads)
     assert 0 < E < 1e-14
@@ -418,7 +418,7 @@ def test_enclosure_refuses_a_non_symmetric_matrix():
     np.testing.assert_allclose(np.linalg.eigvalsh(S)[0], 0.525, rtol=1e-14)  # ulps of a 2 x 2 eigensolve
     with pytest.raises(InputError, match="not symmetric"):
         certify_gram_enclosure(G, 0.35)
-    from ntkcheck.ntk.certificate import _certify_lower
+    from ntkcheck.ntk.certificate.routes import _certify_lower
 
     mutated = _certify_lower(np.asfortranarray(np.tril(G)), 0.35)  # the old behaviour
     assert mutated.positive and mutated.lower_bound > 0.525

@@ -81,7 +81,7 @@ def test_matrix_certificates_round_trip():
 
 def test_slow_mode_and_positivity_certificate_round_trip():
     from ntkcheck.ntk import certify_positive, init_heads
-    from ntkcheck.ntk.useful_rate import slow_mode
+    from ntkcheck.ntk.certificate.useful_rate import slow_mode
 
     S = ntkcheck.cgf.as_laws(_samples())
     h = init_heads(12, 2, seed=0)
@@ -170,7 +170,7 @@ def test_head_rank_records_round_trip():
     ``structural_exact`` included; a Saturation with no score gap (single Diracs: inf, written as
     null) reads back as inf, not as None."""
     from ntkcheck.ntk import dependence_structure, init_heads
-    from ntkcheck.ntk.head_rank import (
+    from ntkcheck.ntk.heads.rank import (
         AtomSpan,
         HeadsKernel,
         Saturation,
@@ -194,7 +194,7 @@ def test_a_doubling_screen_round_trips():
     """--heads auto doubling: every attempt, the saturated-heads kernel and the slow mode read back;
     the loaded report prints the same table and bottom line. The heads are not saved: the loaded
     search has heads None, its count from the last attempt, the Gram and kernel of the report."""
-    from ntkcheck.ntk.head_search import HeadAttempt, HeadSearch
+    from ntkcheck.ntk.heads.search import HeadAttempt, HeadSearch
 
     rep = ntkcheck.screen(_doubling_samples(), b_scale=1000.0, head_law_seconds=0)
     hs = rep.head_search

@@ -10,8 +10,8 @@ import pytest
 import ntkcheck.cli as cli
 from ntkcheck.errors import InputError
 from ntkcheck.io.files import bundled_path, load_samples
-from ntkcheck.ntk.features import init_heads
-from ntkcheck.ntk.gram_matrix import gram
+from ntkcheck.ntk.gram_matrix.features import init_heads
+from ntkcheck.ntk.gram_matrix.pipeline import gram
 from ntkcheck.screening import load_heads, plot_report, screen
 
 

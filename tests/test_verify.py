@@ -35,7 +35,7 @@ from ntkcheck import certificate_files as cf
 from ntkcheck import verify
 from ntkcheck.cgf import as_laws
 from ntkcheck.cli import main
-from ntkcheck.ntk.features import Heads
+from ntkcheck.ntk.gram_matrix.features import Heads
 
 ROOT = Path(__file__).resolve().parents[1]
 

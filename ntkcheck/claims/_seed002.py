@@ -220,7 +220,7 @@ def _seed_case_32() -> dict[str, Any]:
 def fixup_readout_ntk(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray, T: float) -> np.ndarray:
     r"""Eigenvalues of the readout NTK at FixUp from the definition (heads shared over depth).
 
-    Independent of :mod:`ntkcheck.dynamics.model` and :mod:`ntkcheck.ntk.gram_matrix`: the softmax means
+    Independent of :mod:`ntkcheck.dynamics.model` and :mod:`ntkcheck.ntk.gram_matrix.pipeline`: the softmax means
     :math:`\bar\phi_{ih} = \frac1{N_i}\sum_j \sum_k \mathrm{softmax}_k(\langle Q_h x_{ij} + b_h, x_{ik}\rangle) x_{ik}`
     by :func:`scipy.special.softmax`, and :math:`K_0 = T^2 (\frac1H\sum_h \bar\phi_h\bar\phi_h^\top)\otimes I_d`
     (at ``V = 0`` the tokens do not move and only ``V`` acts: ``dz_i/dV_h = (T/H) d bar phi_ih``, mobility ``H``).

@@ -1,7 +1,7 @@
 r"""Seed 003 section 3, the NTK claims: Prop. 5 (the Gram is the NTK quadratic form), Prop. 8
 (injectivity of the NTK map G and its converse) and Ex. 6's single Diracs with Prop. 8.
 
-The NTK claims are checked against the Gram of ``ntkcheck.ntk.gram_matrix``, which Prop. 5
+The NTK claims are checked against the Gram of ``ntkcheck.ntk.gram_matrix.pipeline``, which Prop. 5
 is checked against a Gram assembled here from the definition (theory/ntk-prop8.md).
 """
 
@@ -69,17 +69,17 @@ def reference_gram_eigenvalues(samples: list[np.ndarray], Q: np.ndarray, b: np.n
 
 
 def _toolkit_gram(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """(lambda_min, lambda_max) of the NTK Gram computed by ``ntkcheck.ntk.gram_matrix``."""
-    _g = importlib.import_module("ntkcheck.ntk.gram_matrix")
-    _f = importlib.import_module("ntkcheck.ntk.features")
+    """(lambda_min, lambda_max) of the NTK Gram computed by ``ntkcheck.ntk.gram_matrix.pipeline``."""
+    _g = importlib.import_module("ntkcheck.ntk.gram_matrix.pipeline")
+    _f = importlib.import_module("ntkcheck.ntk.gram_matrix.features")
     res = _g.gram(samples, _f.Heads(Q, b))
     return float(res.lambda_min), float(res.lambda_max)
 
 
 def _toolkit_spectrum(samples: list[np.ndarray], Q: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """All eigenvalues (ascending) of the NTK Gram computed by ``ntkcheck.ntk.gram_matrix``."""
-    _g = importlib.import_module("ntkcheck.ntk.gram_matrix")
-    _f = importlib.import_module("ntkcheck.ntk.features")
+    """All eigenvalues (ascending) of the NTK Gram computed by ``ntkcheck.ntk.gram_matrix.pipeline``."""
+    _g = importlib.import_module("ntkcheck.ntk.gram_matrix.pipeline")
+    _f = importlib.import_module("ntkcheck.ntk.gram_matrix.features")
     res = _g.gram(samples, _f.Heads(Q, b), spectrum="full")
     return np.sort(np.asarray(res.eigenvalues, dtype=np.float64))
 
@@ -330,7 +330,7 @@ CLAIMS_003_NTK: list[Claim] = [
                   "extreme eigenvalues of that form (theory/ntk-prop8.md).",
         hypothesis=lambda inst: True, conclusion=_prop5_concl, instances=_prop5_instances,
         examples=(_pin([[[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]], [[1.0, 1.0]]]),),
-        requires=("ntkcheck.ntk.gram_matrix",),
+        requires=("ntkcheck.ntk.gram_matrix.pipeline",),
         min_held=10,
     ),
     Claim(
@@ -339,7 +339,7 @@ CLAIMS_003_NTK: list[Claim] = [
         statement="Compactly supported token laws with weakly independent CGFs and a head law whose support "
                   "contains an open set: the NTK map G is injective (the Gram is positive definite).",
         hypothesis=_weakly_independent, conclusion=_gram_positive, instances=lambda: _with_heads(_small_sets()),
-        examples=(_pin(_RANDOM3),), requires=("ntkcheck.ntk.gram_matrix",), cost=2,
+        examples=(_pin(_RANDOM3),), requires=("ntkcheck.ntk.gram_matrix.pipeline",), cost=2,
         min_held=5, max_inconclusive=0.25,
     ),
     Claim(
@@ -348,7 +348,7 @@ CLAIMS_003_NTK: list[Claim] = [
         statement="If sum_i c_i Lambda_i = <alpha, a> + beta with c != 0 and the samples with c_i != 0 share an "
                   "atom (alpha = 0) or two atoms (alpha != 0), the NTK map G is not injective.",
         hypothesis=_overlap_ok, conclusion=_gram_singular, instances=_overlap_instances,
-        examples=(_pin(_PRODUCT), _pin(_PROGRESSION)), requires=("ntkcheck.ntk.gram_matrix",), cost=2,
+        examples=(_pin(_PRODUCT), _pin(_PROGRESSION)), requires=("ntkcheck.ntk.gram_matrix.pipeline",), cost=2,
         min_held=5, max_inconclusive=0.1,
     ),
     Claim(
@@ -363,7 +363,7 @@ CLAIMS_003_NTK: list[Claim] = [
         hypothesis=_one_relation_no_overlap, conclusion=_gram_positive,
         instances=lambda: _with_heads(_one_relation_sets()),
         examples=(_pin(_PRODUCT_APART), _pin(_TRANSLATE_APART), _pin([[[0.5, 0.25]], [[1.0, 0.0], [0.0, 1.5]]])),
-        requires=("ntkcheck.ntk.gram_matrix",), cost=2,
+        requires=("ntkcheck.ntk.gram_matrix.pipeline",), cost=2,
         min_held=5, max_inconclusive=0.25,
     ),
     Claim(
@@ -372,7 +372,7 @@ CLAIMS_003_NTK: list[Claim] = [
         statement="n > d single Diracs: the NTK Gram is singular (the features are the constant atoms).",
         hypothesis=lambda inst: len(inst["samples"]) > inst["samples"][0].shape[1], conclusion=_gram_singular,
         instances=lambda: _with_heads(nst.single_diracs(n=st.integers(2, 4), dim=st.integers(1, 3), more_than_dim=True)),
-        examples=(_pin([[[1.0, 0.0]], [[0.0, 1.0]], [[1.0, 1.0]]]),), requires=("ntkcheck.ntk.gram_matrix",),
+        examples=(_pin([[[1.0, 0.0]], [[0.0, 1.0]], [[1.0, 1.0]]]),), requires=("ntkcheck.ntk.gram_matrix.pipeline",),
         min_held=10, max_inconclusive=0.1,
     ),
 ]

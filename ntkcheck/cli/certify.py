@@ -1,6 +1,6 @@
 """``ntkcheck certify MATRIX.npy``: a rigorous lower bound on lambda_min of a matrix made elsewhere.
 
-Parses, calls :func:`ntkcheck.ntk.user_matrix.certify_matrix` (with the dependence diagnosis of
+Parses, calls :func:`ntkcheck.ntk.certificate.user_matrix.certify_matrix` (with the dependence diagnosis of
 the token file given by ``--tokens``), prints the report or one JSON object of schema
 ``ntkcheck/certify/1``, and writes the certificate with ``--certificate-out``.
 """
@@ -20,7 +20,7 @@ from ._args import (
     nonnegative_float,
 )
 
-#: exit status of each :attr:`~ntkcheck.ntk.user_matrix.MatrixCertificate.status`
+#: exit status of each :attr:`~ntkcheck.ntk.certificate.user_matrix.MatrixCertificate.status`
 _EXIT = {"certified positive": EXIT_OK, "certified singular": EXIT_NEGATIVE, "certified indefinite": EXIT_NEGATIVE,
          "not certified": EXIT_INCONCLUSIVE}
 
@@ -54,7 +54,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..io.files import load_samples
-    from ..ntk.user_matrix import certify_matrix, load_matrix
+    from ..ntk.certificate.user_matrix import certify_matrix, load_matrix
 
     A = load_matrix(args.matrix)
     tokens = None if args.tokens is None else load_samples(args.tokens)

@@ -2,8 +2,8 @@
 
 Both parse, turn the token file into empirical laws once (repeated tokens of a sample
 become one atom with their mass), call :func:`ntkcheck.screening.screen` /
-:func:`ntkcheck.ntk.gram_matrix.gram` (with the dependence structure of
-:func:`ntkcheck.ntk.structure.dependence_structure`), and print a report that fits 100
+:func:`ntkcheck.ntk.gram_matrix.pipeline.gram` (with the dependence structure of
+:func:`ntkcheck.ntk.prop8.structure.dependence_structure`), and print a report that fits 100
 columns (:mod:`ntkcheck.cli._screen_text`) or (``--json``) exactly one JSON object of
 schema ``ntkcheck/screen/1`` / ``ntkcheck/gram/1``. The exit status says whether the Gram
 is certified positive (0), certified singular (1) or not certified (3).
@@ -19,7 +19,7 @@ from .._text import fit
 from ..cgf import as_laws
 from ..errors import InputError
 from ..io.files import bundled_path, load_samples
-from ..ntk.useful_rate import DEFAULT_MIN_RELATIVE_LAMBDA
+from ..ntk.certificate.useful_rate import DEFAULT_MIN_RELATIVE_LAMBDA
 from ._args import (
     EXIT_INCONCLUSIVE,
     EXIT_NEGATIVE,
@@ -251,7 +251,7 @@ def _thm85(args: argparse.Namespace, laws: list, h: Any) -> dict[str, Any]:
 
 def _gram_conclusion(res: Any, st: Any, min_relative_lambda: float) -> str:
     """What ``ntkcheck gram`` concludes: the rules of ``screen`` without the CGF decision."""
-    from ..ntk.useful_rate import useful_rate
+    from ..ntk.certificate.useful_rate import useful_rate
 
     if res.certified_positive:
         return ("certified positive" if useful_rate(res, min_relative_lambda)
@@ -268,11 +268,11 @@ _GRAM_EXIT = {"certified positive": EXIT_OK, "singular by a named structure": EX
 
 
 def run_gram(args: argparse.Namespace) -> int:
-    from ..ntk.crosscheck import KernelComparison, subspace_residual
-    from ..ntk.features import _features
-    from ..ntk.head_search import search_heads
-    from ..ntk.structure import dependence_structure
-    from ..ntk.useful_rate import slow_mode
+    from ..ntk.certificate.useful_rate import slow_mode
+    from ..ntk.gram_matrix.features import _features
+    from ..ntk.heads.search import search_heads
+    from ..ntk.prop8.crosscheck import KernelComparison, subspace_residual
+    from ..ntk.prop8.structure import dependence_structure
     from ..screening import CERTIFY_MAX_BITS
     from ._args import progress_enabled
 
@@ -325,7 +325,7 @@ def run_gram(args: argparse.Namespace) -> int:
 
 def _head_law(args: argparse.Namespace, laws: list, search: Any, st: Any) -> Any:
     """The certificate of the head law's NTK for ``gram`` (None with --head-law-seconds 0 or a heads file)."""
-    from ..ntk import head_law
+    from ..ntk.heads import law as head_law
 
     seconds = head_law.DEFAULT_SECONDS if args.head_law_seconds is None else args.head_law_seconds
     if not seconds or args.heads_file is not None:

@@ -146,11 +146,11 @@ def _spectral_upper(A: np.ndarray, err: float) -> float:
     :math:`\|A_\star - A\|_2 \le` ``err``.
 
     :math:`\|A\|_2^2 \le t` once :math:`tI - \mathrm{fl}(AA^\top)` is certified positive by Rump's
-    Cholesky criterion (:func:`ntkcheck.ntk.certificate.certify_gram_enclosure`), with the product's
+    Cholesky criterion (:func:`ntkcheck.ntk.certificate.routes.certify_gram_enclosure`), with the product's
     rounding :math:`\gamma_k\|A\|_F^2` in the enclosure radius; falls back on :math:`\|A\|_F`
     when no shift is certified.
     """
-    from ..ntk.certificate import certify_gram_enclosure
+    from ..ntk.certificate.routes import certify_gram_enclosure
 
     A = np.asarray(A, dtype=np.float64)
     if A.size == 0 or not np.any(A):

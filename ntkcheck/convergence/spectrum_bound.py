@@ -5,7 +5,7 @@ At FixUp the NTK of the model of :mod:`ntkcheck.dynamics.model` (heads shared ov
 \langle\bar\phi_{ih}, \bar\phi_{i'h}\rangle` (:func:`ntkcheck.convergence.lipschitz.readout_ntk_fixup`),
 and :math:`K_0 = \frac{T^2}{n}\,G\otimes I_d` for the per-token loss, ``G`` the token Gram
 :math:`W^{1/2}\mathcal K W^{1/2}` of ``theory/ntk-prop8.md``. Both come from the Gram that
-:func:`ntkcheck.ntk.certificate.gram_matrix_arb` encloses in ball arithmetic from the exact token,
+:func:`ntkcheck.ntk.certificate.routes.gram_matrix_arb` encloses in ball arithmetic from the exact token,
 mass and head values: :math:`G_r = P G P^\top` with :math:`P_{i,(i,a)} = \sqrt{m_{ia}}`. A Cholesky
 factorisation of :math:`k - tI` (or :math:`tI - k`) in ball arithmetic whose every pivot is a
 positive ball proves :math:`\lambda_{\min}(k) > t` (or :math:`\lambda_{\max}(k) < t`) for every
@@ -69,8 +69,8 @@ def _ball_kernel(samples: Any, params: Any, T: float, loss: str) -> Any:
     from flint import arb, arb_mat, fmpq
 
     from ..cgf import as_laws
-    from ..ntk.certificate import gram_matrix_arb
-    from ..ntk.features import Heads
+    from ..ntk.certificate.routes import gram_matrix_arb
+    from ..ntk.gram_matrix.features import Heads
 
     laws = as_laws(samples)
     G = gram_matrix_arb(laws, Heads(params.Q, params.b), _PREC)

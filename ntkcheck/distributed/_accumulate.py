@@ -14,7 +14,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..cgf import Empirical
-from ..ntk.features import Heads, _atom_count, _feature_columns, _groups, _head_block
+from ..ntk.gram_matrix.features import Heads, _atom_count, _feature_columns, _groups, _head_block
 
 __all__: list[str] = []
 

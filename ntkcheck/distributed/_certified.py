@@ -1,6 +1,6 @@
 r"""A certified lower bound on :math:`\lambda_{\min}` of one Gram kept in tiles on Dask workers.
 
-The serial certificate (:func:`ntkcheck.ntk.certificate.certify_positive`) in the memory of the
+The serial certificate (:func:`ntkcheck.ntk.certificate.routes.certify_positive`) in the memory of the
 cluster: the same three rigorous steps, joined by Weyl's inequality, with the Gram never on
 the client (derivations: ``theory/certificates.md``, "Certified positivity at scale" and "The
 blocked Cholesky on the workers").
@@ -12,19 +12,19 @@ blocked Cholesky on the workers").
    ``M``-vectors into :math:`w \ge |\hat F||\hat F|^T v` and bounds
    :math:`\rho \ge \rho(|\hat F||\hat F|^T)` by :math:`\max_i w_i / v_i`. ``v`` is the serial
    one (power steps on the first serial head block of :math:`|\hat F|`), the feature radii
-   :math:`E \ge \|\hat F - F\|_F` the serial ones (:func:`~ntkcheck.ntk._rounding.feature_radius_sq`,
+   :math:`E \ge \|\hat F - F\|_F` the serial ones (:func:`~ntkcheck.ntk.certificate.rounding.feature_radius_sq`,
    per law and head); radius :math:`\gamma_K \rho + 2 E \sqrt\rho + E^2` as in the serial route.
 2. **Rump's criterion on the workers:** the blocked Cholesky of :math:`\mathrm{fl}(\hat G - tI)`
    (:func:`ntkcheck.distributed._tiled.cholesky`); when it runs to completion,
    :math:`\lambda_{\min}(\hat G) \ge t - \frac{\gamma_{n+1}}{1-\gamma_{n+1}}\operatorname{tr}(\hat G - tI)
    - u \max_i |\hat g_{ii} - t|` minus the underflow allowance (the same function as the serial
-   route, :func:`~ntkcheck.ntk._rounding.rump_allowance`).
+   route, :func:`~ntkcheck.ntk.certificate.rounding.rump_allowance`).
 3. ``t`` **as the serial route chooses it:** one factorisation of :math:`\hat G`, a Lanczos
    estimate :math:`\hat\lambda` of :math:`\lambda_{\min}` (ARPACK on :math:`\hat G^{-1}` through
    the tiled factor, the serial starting vector and tolerance), then ``t = 0.9``, ``0.5``,
    ``0.2`` :math:`\hat\lambda` (never a shift whose known allowance already exceeds it).
 
-The result is a :class:`~ntkcheck.ntk.certificate.PositivityCertificate` with the serial
+The result is a :class:`~ntkcheck.ntk.certificate.routes.PositivityCertificate` with the serial
 route's ``method`` and statement.
 """
 
@@ -39,9 +39,9 @@ import numpy as np
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
 from ..cgf import Empirical
-from ..ntk import _rounding as rnd
-from ..ntk.certificate import PositivityCertificate
-from ..ntk.features import Heads, _atom_count, _head_block
+from ..ntk.certificate import rounding as rnd
+from ..ntk.certificate.routes import PositivityCertificate
+from ..ntk.gram_matrix.features import Heads, _atom_count, _head_block
 from . import _tiled
 from ._accumulate import _block_features
 from ._tiled import Tiles
@@ -70,7 +70,7 @@ def start_vector(blocks: Sequence[Sequence[Empirical]], heads: Heads, chunk: int
 
 
 def feature_radii(blocks: Sequence[Sequence[Empirical]], heads: Heads) -> tuple[np.ndarray, float, float]:
-    """Task: :func:`~ntkcheck.ntk._rounding.feature_radius_sq` on all rows (``O(n H)`` work)."""
+    """Task: :func:`~ntkcheck.ntk.certificate.rounding.feature_radius_sq` on all rows (``O(n H)`` work)."""
     return rnd.feature_radius_sq(_all_laws(blocks), heads)
 
 
@@ -136,7 +136,7 @@ def enclosure(client: Any, G: Tiles, w_parts: dict[tuple[int, int], tuple[np.nda
 
 def smallest_eigenvalue(solve: Callable[[np.ndarray], np.ndarray], n: int) -> float | None:
     """Float estimate of lambda_min from solves with the factored matrix, as the serial route
-    makes it (:func:`~ntkcheck.ntk._extremal.smallest`, whose Lanczos is tighter: ``tol = 1e-10``):
+    makes it (:func:`~ntkcheck.ntk.gram_matrix.extremal.smallest`, whose Lanczos is tighter: ``tol = 1e-10``):
     the dense inverse up to ``n = 256``, else ARPACK on the inverse (``tol = 1e-6``, a fixed starting
     vector), else 20 steps of inverse iteration; None when it is not positive."""
     if n <= 256:

@@ -16,7 +16,7 @@ whole samples: a sample's atoms are contiguous rows) and a task computes one til
 are summed **on the workers**: a pairwise tree of fixed shape (``reduce="tree"``, depth
 :math:`\lceil\log_2 B\rceil` for ``B`` head blocks) or a left fold in head order
 (``reduce="ordered"``, the order of the serial
-:func:`~ntkcheck.ntk.gram_matrix._gram_accumulated`). The additions run at a higher
+:func:`~ntkcheck.ntk.gram_matrix.pipeline._gram_accumulated`). The additions run at a higher
 priority than the products (Dask runs ready tasks of higher priority first), so finished
 partials are folded in as soon as their partner exists rather than after every product; only the ``p (p + 1) / 2`` summed tiles travel to the
 client, one by one, into the lower triangle of ``G``. The laws (per row block) and the
@@ -31,7 +31,7 @@ the serial ones (``chunk_heads`` the serial block size, one tile) and each block
 one uninterrupted BLAS dot product (block width ``<= 256`` columns on this OpenBLAS); the tree
 differs from it by at most :math:`2 \gamma_K |F||F|^T`.
 
-The spectrum is found on the client as :func:`~ntkcheck.ntk.gram_matrix.gram` finds it
+The spectrum is found on the client as :func:`~ntkcheck.ntk.gram_matrix.pipeline.gram` finds it
 (``eigvalsh`` up to ``M = 4096``, Cholesky + Lanczos above, the same status thresholds);
 the SVD fallback of ``gram`` (below relative ``1e-10``) needs ``F`` whole and is not run.
 
@@ -60,9 +60,9 @@ from .._text import fit
 from .._validate import check_score_range
 from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
-from ..ntk.certificate import MAX_CERTIFY_TOKENS, GramCertificate, PositivityCertificate
-from ..ntk.features import DEFAULT_CHUNK, Heads, _as_heads, _atom_count, init_heads
-from ..ntk.gram_matrix import (
+from ..ntk.certificate.routes import MAX_CERTIFY_TOKENS, GramCertificate, PositivityCertificate
+from ..ntk.gram_matrix.features import DEFAULT_CHUNK, Heads, _as_heads, _atom_count, init_heads
+from ..ntk.gram_matrix.pipeline import (
     MAX_EIGENVALUES,
     RESOLUTION_EIGH,
     GramResult,
@@ -82,14 +82,14 @@ __all__ = ["DistributedGram", "distributed_gram", "dask_client"]
 @dataclass(frozen=True)
 class DistributedGram:
     """Result of :func:`distributed_gram`: the spectrum summary ``gram`` (as
-    :func:`~ntkcheck.ntk.gram_matrix.gram` reports it) and how the Gram was accumulated:
+    :func:`~ntkcheck.ntk.gram_matrix.pipeline.gram` reports it) and how the Gram was accumulated:
     ``chunk_heads`` heads a block, ``head_blocks`` blocks, ``tiles`` row blocks
     (``tiles (tiles + 1) / 2`` tiles of the lower triangle), ``tasks`` Dask tasks (products and
     additions), ``reduce`` (``"tree"`` or ``"ordered"``), ``mode`` (``"dask <address>"``), and the
     wall times of the accumulation (from a running cluster: its start-up is not counted) and of
     the spectrum (on the client; with ``certify``, the factorisations and Lanczos on the workers).
 
-    With ``certify=True``: ``certificate`` is the :class:`~ntkcheck.ntk.certificate.PositivityCertificate`
+    With ``certify=True``: ``certificate`` is the :class:`~ntkcheck.ntk.certificate.routes.PositivityCertificate`
     of the tiled Gram (also in ``gram.certified``, as ``gram(certify=True)`` reports it), ``shift``
     the ``t`` of the Cholesky of ``fl(G) - tI`` that proved it (None if nothing was proved), and
     ``factorizations`` the blocked Cholesky factorisations run on the workers."""
@@ -153,7 +153,7 @@ def _size_notes(laws: Sequence[Empirical], heads: Heads, M: int, notes: list[str
 
 def _spectrum(G: np.ndarray, laws: Sequence[Empirical], heads: Heads, keep_matrix: bool,
               notes: list[str]) -> GramResult:
-    """The summary :func:`~ntkcheck.ntk.gram_matrix.gram` reports, from the lower triangle of ``G``."""
+    """The summary :func:`~ntkcheck.ntk.gram_matrix.pipeline.gram` reports, from the lower triangle of ``G``."""
     M, H, d = G.shape[0], heads.count, heads.dim
     sizes, by_size = _size_notes(laws, heads, M, notes)
     want_all = M <= MAX_EIGENVALUES
@@ -186,7 +186,7 @@ def _certified_result(laws: Sequence[Empirical], heads: Heads, M: int, lam: floa
     """The summary ``gram(certify=True)`` reports, from the tiled route: ``lambda_min`` the Lanczos
     estimate through the blocked factor (0 when float64 cannot factor the Gram, or ``H d < M``),
     ``lambda_max`` Lanczos on the tiles, the certificate as
-    :func:`~ntkcheck.ntk.gram_matrix.certify_result` attaches it."""
+    :func:`~ntkcheck.ntk.gram_matrix.pipeline.certify_result` attaches it."""
     sizes, by_size = _size_notes(laws, heads, M, notes)
     lmin = 0.0 if (by_size or lam is None) else max(lam, 0.0)
     status = spectrum_status(lmin, lmax, by_size=by_size, resolution=RESOLUTION_EIGH)
@@ -330,16 +330,16 @@ def distributed_gram(
     (seed 003 "Training Infinitely Deep and Wide Transformers" Prop. 5), one task per head
     block and tile, partial products summed on the workers (module docstring of
     ``ntkcheck.distributed.gram``). Without ``certify``, the spectrum on the client as
-    :func:`~ntkcheck.ntk.gram_matrix.gram` reports it (float64). With ``certify=True`` the
+    :func:`~ntkcheck.ntk.gram_matrix.pipeline.gram` reports it (float64). With ``certify=True`` the
     Gram stays in tiles on the workers and :math:`\lambda_{\min} \ge c > 0` is proved there as
-    :func:`~ntkcheck.ntk.certificate.certify_positive` proves it (enclosure, Rump's criterion on a
+    :func:`~ntkcheck.ntk.certificate.routes.certify_positive` proves it (enclosure, Rump's criterion on a
     blocked Cholesky of :math:`\mathrm{fl}(G) - tI`, Weyl; ``theory/certificates.md``).
 
     Parameters
     ----------
     samples : list of Empirical, list of (N_i, d) arrays, or (n, N, d) array
     heads : int or Heads
-        Explicit heads, or a count drawn by :func:`~ntkcheck.ntk.features.init_heads` from
+        Explicit heads, or a count drawn by :func:`~ntkcheck.ntk.gram_matrix.features.init_heads` from
         ``q_scale``, ``b_scale``, ``dist``, ``seed`` (as ``gram`` does), on the client: the
         heads do not depend on the workers.
     client, scheduler, scheduler_file, workers, threads, processes

@@ -14,7 +14,7 @@ Writing :math:`u = W^{1/2}(z - y)` (so :math:`\mathcal L = |u|^2/2`) and
 
 ``K`` is the NTK of seed 002 Def. 8.4 in these normalisations. At FixUp (``V = 0``)
 only the ``V`` directions survive and, with :math:`G = W_N^{1/2}\mathcal K W_N^{1/2}` the
-Gram of ``theory/ntk-prop8.md`` (:math:`w_{ij} = 1/N_i`, ``ntkcheck.ntk.gram_matrix``):
+Gram of ``theory/ntk-prop8.md`` (:math:`w_{ij} = 1/N_i`, ``ntkcheck.ntk.gram_matrix.pipeline``):
 
 * tokens, shared heads: :math:`K = \frac{T^2}{n} G\otimes I_d`; per-layer: :math:`\frac{T}{n} G\otimes I_d`;
 * readout, shared heads: :math:`K = T^2 (A\mathcal K A^T)\otimes I_d` with :math:`A` the
@@ -70,7 +70,7 @@ __all__ = [
 
 
 #: relative eigenvalue under which the NTK counts as singular: eigvalsh of the formed Gram
-#: does not resolve relative eigenvalues below ~1e-13 (ntkcheck.ntk.gram_matrix, RESOLUTION_EIGH)
+#: does not resolve relative eigenvalues below ~1e-13 (ntkcheck.ntk.gram_matrix.pipeline, RESOLUTION_EIGH)
 SINGULAR_REL = 1e-10
 #: smallest rate (relative to lambda_max) a default flow time is derived from
 RATE_FLOOR_REL = 1e-8

@@ -134,7 +134,7 @@ def init_params(
 ) -> AttentionParams:
     r"""Random heads; FixUp (``V = 0``) unless ``v_scale > 0``.
 
-    ``Q, b`` come from :func:`ntkcheck.ntk.features.init_heads` (entries ``N(0, q_scale^2)`` and
+    ``Q, b`` come from :func:`ntkcheck.ntk.gram_matrix.features.init_heads` (entries ``N(0, q_scale^2)`` and
     ``N(0, b_scale^2)`` for ``dist="gaussian"``), so the NTK at FixUp is the Gram module's.
     ``V`` has i.i.d. entries ``N(0, v_scale^2 / d)``. ``layers`` given: one independent
     head set per layer (per-layer parameters, layer ``l`` drawn with seed ``seed + l``).
@@ -144,7 +144,7 @@ def init_params(
     >>> init_params(2, 4, seed=0)
     AttentionParams(H=4, d=2, shared, |V|=0)
     """
-    from ..ntk.features import init_heads
+    from ..ntk.gram_matrix.features import init_heads
 
     if int(dim) != dim or dim < 1 or int(heads) != heads or heads < 1:
         raise DomainError(f"dim and heads must be positive integers, got dim={dim!r}, heads={heads!r}")

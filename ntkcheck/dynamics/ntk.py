@@ -81,7 +81,7 @@ def ntk_spectrum(samples: Any, params: AttentionParams, *, layers: int, T: float
     along :func:`gradient_flow`. The outputs are the distinct atoms of each sample with
     their masses as weights (the operator on :math:`L^2(\mu_i)`; copies of a token are one
     point). At FixUp, tokens loss, shared heads: :math:`K = (T^2/n)\,F F^T\otimes I_d` with
-    ``F`` the distinct-atom features of ``ntkcheck.ntk.gram_matrix`` (weights = masses), computed from
+    ``F`` the distinct-atom features of ``ntkcheck.ntk.gram_matrix.pipeline`` (weights = masses), computed from
     that small matrix; away from FixUp the dense NTK (``V`` part by a kernel trick, ``Q, b``
     parts from per-sample Jacobians).
 

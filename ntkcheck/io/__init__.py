@@ -1,7 +1,7 @@
 """Reading user data: token files and (with the ``models`` extra) real models.
 
 What lives here: loaders that turn ``.npy``/``.npz`` files into validated samples and
-empirical laws (``files``), heads files into :class:`~ntkcheck.ntk.features.Heads` (``heads``), and ``models``, which reads a locally installed
+empirical laws (``files``), heads files into :class:`~ntkcheck.ntk.gram_matrix.features.Heads` (``heads``), and ``models``, which reads a locally installed
 sentence-embedding model; it is imported on demand (``import ntkcheck.io.models``).
 
 May import: :mod:`ntkcheck.ntk`, :mod:`ntkcheck.cgf` and the base modules.

@@ -1,6 +1,6 @@
 """Reading attention heads from a file: ``.npz`` with arrays ``Q (H, d, d)`` and ``b (H, d)``.
 
-The arrays are read at their exact values (:class:`~ntkcheck.ntk.features.Heads`; theory/certificates.md,
+The arrays are read at their exact values (:class:`~ntkcheck.ntk.gram_matrix.features.Heads`; theory/certificates.md,
 "Inputs: exact, refused or rounded"). Pickled objects are never loaded (``allow_pickle=False``).
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..ntk.features import Heads
+from ..ntk.gram_matrix.features import Heads
 from ._preflight import check_numpy_file
 
 __all__ = ["load_heads"]
@@ -20,7 +20,7 @@ __all__ = ["load_heads"]
 def load_heads(path: str | Path) -> Heads:
     """Heads from an ``.npz`` file with arrays ``Q`` of shape ``(H, d, d)`` and ``b`` of shape ``(H, d)``.
 
-    The arrays are read at their exact values (:class:`~ntkcheck.ntk.features.Heads`): integer
+    The arrays are read at their exact values (:class:`~ntkcheck.ntk.gram_matrix.features.Heads`): integer
     and long-double arrays are not rounded silently (``Heads.rounded`` says when their doubles
     differ from them); complex, boolean and string arrays are refused. A ``.npy`` file holds one
     array, not the two a head set needs: refused with the way to write an ``.npz``.

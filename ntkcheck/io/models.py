@@ -213,9 +213,9 @@ def attention_heads(encoder: TextEncoder, layer: int) -> Any:
 
     Returns
     -------
-    ntkcheck.ntk.features.Heads with ``Q`` of shape (H, d, d) and ``b`` of shape (H, d).
+    ntkcheck.ntk.gram_matrix.features.Heads with ``Q`` of shape (H, d, d) and ``b`` of shape (H, d).
     """
-    from ..ntk.features import Heads
+    from ..ntk.gram_matrix.features import Heads
 
     if int(layer) != layer or not 0 <= int(layer) < encoder.n_layers:
         raise InputError(f"layer: expected an integer in 0..{encoder.n_layers - 1}, got {layer!r}")

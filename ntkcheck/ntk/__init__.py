@@ -15,64 +15,64 @@ May import: :mod:`ntkcheck.independence`, :mod:`ntkcheck.cgf` and the base modul
 from __future__ import annotations
 
 # certificate
-from .certificate import GramCertificate as GramCertificate
-from .certificate import PositivityCertificate as PositivityCertificate
-from .certificate import certify_gram_enclosure as certify_gram_enclosure
-from .certificate import certify_lambda_min as certify_lambda_min
-from .certificate import certify_positive as certify_positive
-from .certificate import gram_matrix_arb as gram_matrix_arb
-from .crosscheck import KERNEL_RTOL as KERNEL_RTOL
-from .crosscheck import CrosscheckResult as CrosscheckResult
-from .crosscheck import KernelComparison as KernelComparison
-
-# crosscheck
-from .crosscheck import KernelPrediction as KernelPrediction
-from .crosscheck import crosscheck as crosscheck
-from .crosscheck import kernel_residual as kernel_residual
-from .crosscheck import predicted_kernel_vector as predicted_kernel_vector
-from .crosscheck import subspace_residual as subspace_residual
+from .certificate.routes import GramCertificate as GramCertificate
+from .certificate.routes import PositivityCertificate as PositivityCertificate
+from .certificate.routes import certify_gram_enclosure as certify_gram_enclosure
+from .certificate.routes import certify_lambda_min as certify_lambda_min
+from .certificate.routes import certify_positive as certify_positive
+from .certificate.routes import gram_matrix_arb as gram_matrix_arb
 
 # features
-from .features import Heads as Heads
-from .features import attention_features as attention_features
-from .features import init_heads as init_heads
-from .gram_matrix import POSITIVE_REL as POSITIVE_REL
-from .gram_matrix import RESOLUTION_EIGH as RESOLUTION_EIGH
-from .gram_matrix import RESOLUTION_SVD as RESOLUTION_SVD
+from .gram_matrix.features import Heads as Heads
+from .gram_matrix.features import attention_features as attention_features
+from .gram_matrix.features import init_heads as init_heads
+from .gram_matrix.pipeline import POSITIVE_REL as POSITIVE_REL
+from .gram_matrix.pipeline import RESOLUTION_EIGH as RESOLUTION_EIGH
+from .gram_matrix.pipeline import RESOLUTION_SVD as RESOLUTION_SVD
 
 # gram_matrix
-from .gram_matrix import GramResult as GramResult
-from .gram_matrix import SampleSize as SampleSize
-from .gram_matrix import gram as gram
-from .gram_matrix import merge_note as merge_note
+from .gram_matrix.pipeline import GramResult as GramResult
+from .gram_matrix.pipeline import SampleSize as SampleSize
+from .gram_matrix.pipeline import gram as gram
+from .gram_matrix.pipeline import merge_note as merge_note
 
 # head law (H = infinity)
-from .head_law import HeadLawBound as HeadLawBound
-from .head_law import HeadLawRound as HeadLawRound
-from .head_law import head_law_bound as head_law_bound
+from .heads.law import HeadLawBound as HeadLawBound
+from .heads.law import HeadLawRound as HeadLawRound
+from .heads.law import head_law_bound as head_law_bound
 
 # rank of the Gram of H heads
-from .head_rank import AtomSpan as AtomSpan
-from .head_rank import HeadsKernel as HeadsKernel
-from .head_rank import Saturation as Saturation
-from .head_rank import atom_span as atom_span
-from .head_rank import default_head_count as default_head_count
-from .head_rank import heads_kernel as heads_kernel
-from .head_rank import saturation as saturation
+from .heads.rank import AtomSpan as AtomSpan
+from .heads.rank import HeadsKernel as HeadsKernel
+from .heads.rank import Saturation as Saturation
+from .heads.rank import atom_span as atom_span
+from .heads.rank import default_head_count as default_head_count
+from .heads.rank import heads_kernel as heads_kernel
+from .heads.rank import saturation as saturation
 
 # head count of a screening
-from .head_search import HeadAttempt as HeadAttempt
-from .head_search import HeadSearch as HeadSearch
-from .head_search import search_heads as search_heads
+from .heads.search import HeadAttempt as HeadAttempt
+from .heads.search import HeadSearch as HeadSearch
+from .heads.search import search_heads as search_heads
+from .prop8.crosscheck import KERNEL_RTOL as KERNEL_RTOL
+from .prop8.crosscheck import CrosscheckResult as CrosscheckResult
+from .prop8.crosscheck import KernelComparison as KernelComparison
+
+# crosscheck
+from .prop8.crosscheck import KernelPrediction as KernelPrediction
+from .prop8.crosscheck import crosscheck as crosscheck
+from .prop8.crosscheck import kernel_residual as kernel_residual
+from .prop8.crosscheck import predicted_kernel_vector as predicted_kernel_vector
+from .prop8.crosscheck import subspace_residual as subspace_residual
 
 # relations
-from .relations import Relation as Relation
-from .relations import find_relations as find_relations
+from .prop8.relations import Relation as Relation
+from .prop8.relations import find_relations as find_relations
 
 # structure
-from .structure import DependenceStructure as DependenceStructure
-from .structure import dependence_structure as dependence_structure
-from .structure import kernel_dimension as kernel_dimension
+from .prop8.structure import DependenceStructure as DependenceStructure
+from .prop8.structure import dependence_structure as dependence_structure
+from .prop8.structure import kernel_dimension as kernel_dimension
 
 __all__ = [
     'Heads',

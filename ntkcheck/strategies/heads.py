@@ -34,7 +34,7 @@ def _heads(draw: Any, spec: SearchStrategy[HeadsSpec]) -> Any:
     sp_ = draw(spec)
     seed = draw(st.integers(0, 2**32 - 1))
     try:
-        from ..ntk.features import init_heads
+        from ..ntk.gram_matrix.features import init_heads
     except ImportError:  # pragma: no cover - gram is optional for the strategies
         rng = np.random.default_rng(seed)
         Q = rng.standard_normal((sp_.H, sp_.dim, sp_.dim)) * sp_.q_scale
@@ -48,7 +48,7 @@ def heads(spec: HeadsSpec | SearchStrategy[HeadsSpec] | None = None, *, H: IntOr
     """Attention heads :math:`(Q_h, b_h)_{h \\le H}` drawn from an init spec (seed 003 eq. 1, FixUp ``V = 0``).
 
     Pass a :class:`HeadsSpec` (or a strategy of them), or ``H``, ``dim`` and the scales.
-    Returns :class:`ntkcheck.ntk.features.Heads` (``Q`` of shape (H, d, d), ``b`` of shape (H, d)).
+    Returns :class:`ntkcheck.ntk.gram_matrix.features.Heads` (``Q`` of shape (H, d, d), ``b`` of shape (H, d)).
     """
     if spec is None:
         qs, bs = _check_scale(q_scale), _check_scale(b_scale)

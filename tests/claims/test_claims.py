@@ -148,8 +148,8 @@ def test_runner_finds_a_wrong_constant():
 
 
 def _gram_rel(samples):
-    from ntkcheck.ntk.features import Heads
-    from ntkcheck.ntk.gram_matrix import gram
+    from ntkcheck.ntk.gram_matrix.features import Heads
+    from ntkcheck.ntk.gram_matrix.pipeline import gram
 
     Q, b = _heads_for(samples, 0)
     g = gram(samples, Heads(Q, b))
@@ -252,7 +252,7 @@ def test_mutation_identity_search_disabled_is_caught(monkeypatch, capsys):
 
 def test_mutation_gram_without_weights_is_caught(monkeypatch, capsys):
     """Prop. 5 (Gram = NTK quadratic form on L^2(mu_i)) catches a Gram without the 1/N_i weights."""
-    G = importlib.import_module("ntkcheck.ntk.gram_matrix")
+    G = importlib.import_module("ntkcheck.ntk.gram_matrix.pipeline")
 
     def unweighted(samples, heads, **kw):
         F = _features([np.asarray(x) for x in samples], heads.Q, heads.b)
@@ -267,7 +267,7 @@ def test_mutation_gram_without_weights_is_caught(monkeypatch, capsys):
 def test_mutation_gram_with_one_head_is_caught(monkeypatch, capsys):
     """Prop. 8 (sufficiency, and the one-relation converse) catch a Gram built from the first
     head only (rank <= d < M): undecided positivity beyond the inconclusive budget."""
-    G = importlib.import_module("ntkcheck.ntk.gram_matrix")
+    G = importlib.import_module("ntkcheck.ntk.gram_matrix.pipeline")
     real = G.gram
 
     def one_head(samples, heads, **kw):
@@ -284,7 +284,7 @@ def test_mutation_gram_with_one_head_is_caught(monkeypatch, capsys):
 def test_mutation_gram_with_a_ridge_is_caught(monkeypatch, capsys):
     """Prop. 8's converse and Ex. 6 with Prop. 8 catch a Gram regularised by 1e-3 lambda_max
     (a kernel hidden by a ridge)."""
-    G = importlib.import_module("ntkcheck.ntk.gram_matrix")
+    G = importlib.import_module("ntkcheck.ntk.gram_matrix.pipeline")
     real = G.gram
 
     def ridge(samples, heads, **kw):

@@ -23,7 +23,7 @@ def _json(capsys, argv):
 
 def _shared_words_file(tmp_path):
     """Five 'sentences' of static embeddings in d = 384 over a vocabulary with shared words (the
-    synthetic case of tests/ntk/test_head_rank.py): 42 atoms on 34 distinct words."""
+    synthetic case of tests/ntk/heads/test_rank.py): 42 atoms on 34 distinct words."""
     rng = np.random.default_rng(0)
     vocab = rng.standard_normal((40, 384)) / np.sqrt(384) + 0.3 * rng.standard_normal(384) / np.sqrt(384)
     sentences = [[0, 1, 5, 6, 7, 0, 8], [0, 2, 9, 10, 11, 12, 1, 13], [3, 14, 15, 0, 16, 17, 18, 3, 19],

@@ -27,10 +27,10 @@ from ntkcheck.cgf import as_laws  # noqa: E402
 from ntkcheck.cli import main  # noqa: E402
 from ntkcheck.distributed import _tiled, distributed_gram, sweep  # noqa: E402
 from ntkcheck.errors import InputError  # noqa: E402
-from ntkcheck.ntk import _rounding as rnd  # noqa: E402
-from ntkcheck.ntk._extremal import smallest  # noqa: E402
-from ntkcheck.ntk.certificate import _gram_arb, certify_positive  # noqa: E402
-from ntkcheck.ntk.features import DEFAULT_CHUNK, attention_features, init_heads  # noqa: E402
+from ntkcheck.ntk.certificate import rounding as rnd  # noqa: E402
+from ntkcheck.ntk.certificate.routes import _gram_arb, certify_positive  # noqa: E402
+from ntkcheck.ntk.gram_matrix.extremal import smallest  # noqa: E402
+from ntkcheck.ntk.gram_matrix.features import DEFAULT_CHUNK, attention_features, init_heads  # noqa: E402
 
 
 def _laws(n: int, N: int, d: int, seed: int):

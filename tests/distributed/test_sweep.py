@@ -25,8 +25,8 @@ from ntkcheck.cli import main  # noqa: E402
 from ntkcheck.distributed import distributed_gram, sweep, sweep_grid  # noqa: E402
 from ntkcheck.errors import InputError  # noqa: E402
 from ntkcheck.io.files import bundled_path, load_samples  # noqa: E402
-from ntkcheck.ntk.features import attention_features, init_heads  # noqa: E402
-from ntkcheck.ntk.gram_matrix import gram  # noqa: E402
+from ntkcheck.ntk.gram_matrix.features import attention_features, init_heads  # noqa: E402
+from ntkcheck.ntk.gram_matrix.pipeline import gram  # noqa: E402
 
 GRID = dict(q_scales=(0.5, 1.0), b_scales=(0.5, 1.0), seeds=(0, 1))
 
@@ -190,8 +190,8 @@ def test_ordered_fold_equals_serial_accumulation_bit_for_bit(client, monkeypatch
     minimum, ceil(256 / d) = 128 heads at d = 2, so H = 512 gives 4 blocks of 256 columns each.
     Each block's product is one uninterrupted BLAS dot product on this OpenBLAS (k <= 256), so
     syrk into G and syrk then add round identically: compared with ``==``, no tolerance."""
-    from ntkcheck.ntk import features as ft
-    from ntkcheck.ntk import gram_matrix as gm
+    from ntkcheck.ntk.gram_matrix import features as ft
+    from ntkcheck.ntk.gram_matrix import pipeline as gm
 
     laws = _laws(16, 4, 2, seed=1)
     heads = init_heads(512, 2, seed=3)
@@ -245,8 +245,8 @@ def test_reordered_sums_within_gamma_bound_of_exact_gram(client, monkeypatch, re
     or sub-block, or misplacing a tile, moves entries by far more. ``inner``: the serial block
     is forced to its minimum (128 heads at d = 2), so a task of 200 heads accumulates two
     sub-blocks (128 + 72) in place. The serial accumulation obeys the same bound."""
-    from ntkcheck.ntk import features as ft
-    from ntkcheck.ntk import gram_matrix as gm
+    from ntkcheck.ntk.gram_matrix import features as ft
+    from ntkcheck.ntk.gram_matrix import pipeline as gm
 
     if inner:
         monkeypatch.setattr(ft, "_GRAM_BLOCK", 1)

@@ -24,7 +24,7 @@ from ntkcheck.dynamics import (
     overlap_example,
 )
 from ntkcheck.errors import DomainError, InputError, NtkcheckWarning
-from ntkcheck.ntk.features import Heads, attention_features
+from ntkcheck.ntk.gram_matrix.features import Heads, attention_features
 
 #: central differences with h = 1e-5 on O(1) losses: truncation ~h^2 ~ 1e-10 and rounding
 #: ~1e-16 / h ~ 1e-11 relative; the brief's 1e-6 leaves four orders of margin.

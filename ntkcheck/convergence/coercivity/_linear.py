@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._precision import flint_prec
-from ...ntk import _rounding as rnd
+from ...ntk.certificate import rounding as rnd
 from ._stats import SampleStats, err_factor, spec_up, up
 
 #: the tensor (n d)^2 x (parameters) is formed while it has at most this many entries

@@ -1,0 +1,292 @@
+"""Tests of ntkcheck.ntk.heads.law: the certificate of lambda_min of the head law's NTK K_rho.
+
+The reference is a tensor Gauss-Hermite quadrature of K_rho in d = 1, where the head law is a
+2-D Gaussian (tests/helpers.py, written from the definition without ntkcheck). The coverage
+test draws many independent head sets and counts how often the certified interval misses the
+quadrature value; mutations of the Bernstein bound (no variance term, delta for log(1/delta))
+make it fail. The inversions of the tail bounds are checked against mpmath root finding, the
+bound L and the rounding terms against the features computed from the definition.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from helpers import head_law_lambda_min_1d
+from scipy.special import logsumexp
+from scipy.stats import binom
+
+from ntkcheck.errors import InputError
+from ntkcheck.ntk import dependence_structure
+from ntkcheck.ntk.heads import _law_steps as steps
+from ntkcheck.ntk.heads.law import head_law_bound
+
+# ------------------------------------------------------------------ the tail-bound inversions
+
+
+@pytest.mark.parametrize(("c", "L", "H", "t"), [(0.09, 1.0, 2000, 3.0), (1e-3, 36.0, 10**6, 15.0),
+                                                 (5.0, 2.0, 100, 0.5), (1e-12, 1.0, 10**9, 20.0)])
+def test_bernstein_lower_is_the_root_of_the_deviation_equation(c, L, H, t):
+    """lambda = bernstein_lower(c) solves lambda + sqrt(2 L lambda t / H) + L t / (3H) = c (checked at 50
+    digits, relative 1e-10: the float64 evaluation deflates by 1e-12 and rounds a few ulps)."""
+    lam = steps.bernstein_lower(c, L, H, t)
+    with mpmath.workdps(50):
+        lhs = mpmath.mpf(lam) + mpmath.sqrt(2 * mpmath.mpf(L) * lam * t / H) + mpmath.mpf(L) * t / (3 * H)
+        if lam == 0:
+            assert lhs >= c  # no root: the deviation term alone reaches c
+        else:
+            assert lhs <= c  # a lower bound: never above the root
+            assert float(abs(lhs - c) / c) < 1e-10
+
+
+def test_bernstein_lower_is_zero_below_the_threshold():
+    """No positive lower bound when c <= L t / (3H): the deviation term alone reaches c."""
+    assert steps.bernstein_lower(1.0 / 3.0 - 1e-12, 1.0, 1, 1.0) == 0.0
+    assert steps.bernstein_lower(1.0, 1.0, 1, 1.0) > 0.0
+
+
+@pytest.mark.parametrize(("g", "L", "H", "t"), [(0.09, 1.0, 2000, 9.0), (1e-3, 36.0, 10**6, 20.0),
+                                                 (0.0, 2.0, 100, 5.0), (3.0, 2.0, 10, 1.0), (1.0, 1.0, 10**12, 1.0)])
+def test_chernoff_upper_solves_the_chernoff_exponent(g, L, H, t):
+    """U = chernoff_upper(g) solves (H/L)(U - g - g log(U/g)) = t (mpmath findroot at 50 digits, relative
+    1e-10), and is L t / H when g = 0 (the tail M exp(-H lambda / L) of a singular draw)."""
+    U = steps.chernoff_upper(g, L, H, t)
+    with mpmath.workdps(50):
+        if g == 0:
+            ref = mpmath.mpf(L) * t / H
+        else:
+            lo, hi = mpmath.mpf(g), mpmath.mpf(g) + 10 * mpmath.mpf(L) * t / H + 10
+            for _ in range(400):  # bisection of the increasing (H/L)(x - g - g log(x/g)) - t on [g, hi]
+                mid = (lo + hi) / 2
+                if (H / mpmath.mpf(L)) * (mid - g - g * mpmath.log(mid / g)) <= t:
+                    lo = mid
+                else:
+                    hi = mid
+            ref = hi
+        assert U >= ref * (1 - mpmath.mpf(10) ** -40)  # an upper bound: never below the root
+        assert float((U - ref) / ref) < 1e-10
+
+
+def test_round_deltas_sum_below_delta():
+    """delta_j = delta / ((j+1)(j+2)) telescopes: any number of rounds spends less than delta."""
+    assert math.fsum(steps.round_delta(1e-6, j) for j in range(10**5)) < 1e-6
+
+
+# ------------------------------------------------------------ the coverage of the certificate
+
+#: d = 1, one sample {-1, 1} with masses 1/2: features tanh(b - q), tanh(b + q); with b much
+#: wider than q the bottom direction of K_rho is a near-Bernoulli variable (the bound is nearly
+#: tight there, so a weakened bound is seen failing). lambda_min(K_rho) = 0.0925 by quadrature.
+TIGHT = ([[-1.0, 1.0]], [[0.5, 0.5]], 2.0, 10.0)
+#: a two-point sample and a Dirac: lambda_min(K_rho) = 0.0716
+WITH_DIRAC = ([[-1.0, 0.5], [1.0]], [[0.5, 0.5], [1.0]], 1.0, 1.0)
+#: seeds of the coverage test, heads per seed and the failure probability tested
+SEEDS, HEADS, DELTA = 400, 2000, 0.1
+#: failures allowed: the 1 - 1e-6 quantile of Binomial(SEEDS, DELTA), so a correct bound fails the
+#: test with probability below 1e-6 (for the fixed seeds: never); a bound failing 20% of the time
+#: is caught with probability 1 - 1e-9
+ALLOWED = int(binom.isf(1e-6, SEEDS, DELTA))
+
+
+@functools.cache
+def _reference_of(samples, masses, q, b):
+    return head_law_lambda_min_1d(samples, masses, q, b)
+
+
+def _reference(case):
+    """(lambda_min of K_rho, error estimate) by quadrature, computed once per case."""
+    samples, masses, q, b = case
+    return _reference_of(tuple(map(tuple, samples)), tuple(map(tuple, masses)), q, b)
+
+
+def _coverage(case, seeds=SEEDS, heads=HEADS, delta=DELTA):
+    """(misses of the interval, misses of the lower bound, lower bounds / lambda) over ``seeds`` head sets."""
+    samples, _, q, b = case
+    lam, err = _reference(case)
+    X = [np.array(s)[:, None] for s in samples]
+    miss = low_miss = 0
+    ratios = []
+    for seed in range(seeds):
+        hl = head_law_bound(X, heads=heads, delta=delta, q_scale=q, b_scale=b, seed=seed)
+        low = hl.lower > lam + err
+        low_miss += low
+        miss += low or hl.upper < lam - err
+        ratios.append(hl.lower / lam)
+    return miss, low_miss, np.array(ratios)
+
+
+@pytest.fixture(scope="module")
+def tight_coverage():
+    return _coverage(TIGHT)
+
+
+def test_quadrature_reference_converged():
+    """The reference's error estimate is far below the slack the coverage test needs (1e-3 of lambda)."""
+    for case in (TIGHT, WITH_DIRAC):
+        lam, err = _reference(case)
+        assert err < 1e-5 * lam
+
+
+def test_coverage_of_the_head_law_interval(tight_coverage):
+    """With probability >= 1 - delta (delta = 0.1) lower <= lambda_min(K_rho) <= upper: over 400
+    independent head sets of 2000 heads the interval misses the quadrature value at most ALLOWED
+    times (the 1 - 1e-6 quantile of Binomial(400, 0.1))."""
+    miss, _, _ = tight_coverage
+    assert miss <= ALLOWED, (miss, ALLOWED)
+
+
+def test_the_lower_bound_is_not_vacuous(tight_coverage):
+    """At 2000 heads every lower bound is within a factor 2 of the quadrature lambda_min (positive and
+    at least lambda / 2): the bound is certified, not empty."""
+    _, _, ratios = tight_coverage
+    assert ratios.min() >= 0.5, ratios.min()
+
+
+def test_coverage_with_a_dirac_sample():
+    """The same coverage with two samples, one a single Dirac (200 seeds, quantile of Binomial(200, 0.1))."""
+    miss, _, ratios = _coverage(WITH_DIRAC, seeds=200)
+    assert miss <= int(binom.isf(1e-6, 200, DELTA))
+    assert np.median(ratios) >= 0.5
+
+
+@pytest.mark.parametrize("mutation", ["no variance term", "delta instead of log(1/delta)"])
+def test_coverage_test_catches_a_weakened_bound(monkeypatch, mutation):
+    """Mutations of the Bernstein inversion are caught: without the variance term sqrt(2 L lambda t / H),
+    or with t = delta / 2 instead of log(2 / delta), the lower bound exceeds lambda_min(K_rho) on more
+    than ALLOWED of the 400 head sets."""
+    real = steps.bernstein_lower
+
+    def weakened(c, L, H, t):
+        if mutation == "no variance term":
+            return max(0.0, c - L * t / (3.0 * H))
+        return real(c, L, H, math.exp(-t))  # t = log(2 / delta) -> delta / 2
+
+    monkeypatch.setattr(steps, "bernstein_lower", weakened)
+    _, low_miss, _ = _coverage(TIGHT)
+    assert low_miss > ALLOWED, (low_miss, ALLOWED)
+
+
+def test_adaptive_schedule_covers_and_doubles():
+    """Adaptive rounds double the heads, spend delta_j = delta / ((j+1)(j+2)), stop at the first
+    positive lower bound, and the final interval covers the quadrature value (20 seeds at delta = 0.1:
+    at most 8 misses, the 1 - 1e-6 quantile of Binomial(20, 0.1)). One sample {-1, 1/2, 1} with
+    q_scale = b_scale = 1 (lambda_min(K_rho) = 0.0019, L = 1) needs several hundred heads, and a pilot
+    far too optimistic starts the schedule at 64."""
+    case = ([[-1.0, 0.5, 1.0]], [[1 / 3] * 3], 1.0, 1.0)
+    lam, err = _reference(case)
+    miss = 0
+    for seed in range(20):
+        hl = head_law_bound([np.array(case[0][0])[:, None]], delta=DELTA, seed=seed, seconds=None, pilot=1.0)
+        hs = [r.heads for r in hl.rounds]
+        assert hs[0] == 64 and len(hs) >= 3 and all(b_ == 2 * a for a, b_ in zip(hs, hs[1:], strict=False))
+        assert [r.delta for r in hl.rounds] == [steps.round_delta(DELTA, j) for j in range(len(hs))]
+        assert hl.status == "positive" and all(r.lower == 0 for r in hl.rounds[:-1])
+        miss += not (hl.lower <= lam + err and hl.upper >= lam - err)
+    assert miss <= int(binom.isf(1e-6, 20, DELTA))
+
+
+# ------------------------------------------------------------------ the ingredients of the bound
+
+
+def _features(X, masses, Q, b):
+    """Rows sqrt(m_a) phi(x_a; Q, b) of one sample, from the definition (numpy)."""
+    S = (X @ Q.T + b) @ X.T + np.log(masses)
+    P = np.exp(S - logsumexp(S, axis=1, keepdims=True))
+    return np.sqrt(masses)[:, None] * (P @ X)
+
+
+def test_head_bound_dominates_every_head():
+    """L >= lambda_max(X_theta) for heads of any scale (features are convex combinations of atoms),
+    and L is min(sum_i R_i^2, lambda_max(sum_i Z_i^T Z_i))."""
+    from ntkcheck.cgf import as_laws
+
+    rng = np.random.default_rng(1)
+    S = [rng.standard_normal((4, 5)) * s for s in (0.5, 1.0, 2.0)]
+    laws = as_laws(S)
+    L = steps.head_bound(laws)
+    ref = min(sum(np.max(np.sum(X * X, axis=1)) for X in S),
+              np.linalg.eigvalsh(sum(X.T @ X for X in S))[-1])
+    np.testing.assert_allclose(L, ref, rtol=1e-5)  # the certified value is the estimate plus 1e-6 relative
+    for scale in (0.1, 1.0, 30.0):
+        for _ in range(20):
+            Q, b = rng.standard_normal((5, 5)) * scale, rng.standard_normal(5) * scale
+            A = np.vstack([_features(law.atoms, law.masses, Q, b) for law in laws])
+            assert np.linalg.eigvalsh(A @ A.T)[-1] <= L
+
+
+def test_feature_perturbation_bounds_behind_eta():
+    """The derivative bounds behind the rounding terms hold on random perturbations:
+    |phi(Q, b) - phi(Q', b')| <= R^2 (R |Q - Q'|_F + |b - b'|) and, moving every atom by at most eps,
+    |phi - phi~| <= eps (1 + 2 R^2 |Q|_F + R |b|) (R the largest norm at either end)."""
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        X = rng.standard_normal((5, 3))
+        m = np.full(5, 0.2)
+        Q, b = rng.standard_normal((3, 3)) * 2, rng.standard_normal(3) * 2
+        R = np.max(np.linalg.norm(X, axis=1))
+        dQ, db = rng.standard_normal((3, 3)) * 1e-3, rng.standard_normal(3) * 1e-3
+        d1 = np.abs(_features(X, m, Q, b) - _features(X, m, Q + dQ, b + db)) / np.sqrt(m)[:, None]
+        assert np.linalg.norm(d1, axis=1).max() <= R**2 * (R * np.linalg.norm(dQ) + np.linalg.norm(db)) * 1.0001
+        E = rng.standard_normal((5, 3))
+        E *= 1e-3 / np.linalg.norm(E, axis=1).max()
+        R2 = max(R, np.max(np.linalg.norm(X + E, axis=1)))
+        d2 = (_features(X, m, Q, b) - _features(X + E, m, Q, b)) / np.sqrt(m)[:, None]
+        bound = 1e-3 * (1 + 2 * R2**2 * np.linalg.norm(Q) + R2 * np.linalg.norm(b))
+        assert np.linalg.norm(d2, axis=1).max() <= bound * 1.0001
+
+
+def test_gaussian_heads_see_only_the_span():
+    """Atoms on a line of R^3 with Gaussian heads in d = 3 have the head law's NTK of their coordinates
+    on the line with Gaussian heads in d = 1 (the reduction): the certificate drawn in the span covers the
+    1-D quadrature value, and a plain Monte Carlo average of the d = 3 Gram agrees with it."""
+    samples, masses, q, b = TIGHT
+    lam, err = _reference(TIGHT)
+    e = np.array([2.0, -1.0, 2.0]) / 3.0  # a unit vector with exact float coordinates
+    X = [np.array(samples[0])[:, None] * e[None, :]]
+    hl = head_law_bound(X, heads=4000, delta=0.1, q_scale=q, b_scale=b, seed=3)
+    assert hl.reduced_dim == 1 and hl.eta < 1e-12
+    assert hl.lower <= lam + err <= hl.upper + 2 * err
+    assert hl.lower >= 0.5 * lam
+    # independent Monte Carlo in d = 3 (numpy, no reduction): 20000 heads, 6 standard errors
+    rng = np.random.default_rng(4)
+    G = np.zeros((2, 2))
+    vals = []
+    for _ in range(20000):
+        A = _features(X[0], np.array([0.5, 0.5]), rng.standard_normal((3, 3)) * q, rng.standard_normal(3) * b)
+        Xh = A @ A.T
+        G += Xh
+        vals.append(Xh)
+    G /= 20000
+    u = np.linalg.eigh(G)[1][:, 0]
+    sd = np.std([u @ v @ u for v in vals]) / np.sqrt(20000)
+    assert abs(np.linalg.eigvalsh(G)[0] - lam) <= 6 * sd
+
+
+def test_a_proved_kernel_needs_no_heads():
+    """When the dependence structure proves a kernel (a duplicated sample), K_rho is singular exactly:
+    status 'singular', bounds 0, nothing drawn, probability 1."""
+    x = np.array([[0.0, 1.0], [1.0, 0.5], [-1.0, 0.25]])
+    hl = head_law_bound([x, x], structure=dependence_structure([x, x]))
+    assert (hl.status, hl.lower, hl.upper, hl.heads) == ("singular", 0.0, 0.0, 0)
+    assert "exactly" in hl.statement()
+
+
+def test_statement_states_delta_and_json_carries_it():
+    """Every report line that uses delta states it; to_dict carries delta, the bounds and the rounds."""
+    x = np.array([[-1.0], [1.0]])
+    hl = head_law_bound([x], heads=500, delta=0.05, q_scale=2.0, b_scale=10.0)
+    lines = hl.report_lines()
+    assert "1 - 0.05" in lines[0] and all(len(ln) <= 140 for ln in lines)
+    d = hl.to_dict()
+    assert d["delta"] == 0.05 and d["lower"] == hl.lower and d["rounds"][0]["heads"] == 500
+
+
+@pytest.mark.parametrize("kw", [{"delta": 0.0}, {"delta": 1.0}, {"heads": 0}, {"seconds": -1.0},
+                                {"dist": "cauchy"}, {"heads": True}])
+def test_bad_arguments_are_refused(kw):
+    with pytest.raises(InputError):
+        head_law_bound([np.array([[0.0], [1.0]])], **kw)
