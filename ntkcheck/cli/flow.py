@@ -214,10 +214,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"rate: measured {res.rate_measured:.6g} (min_s -log(L(s)/L0)/s); no theorem rate: the NTK is singular "
                   "and the part of the residual in its kernel need not decay")
         else:
+            eq31 = {True: "holds on the run", False: "FAILS on the run", None: "not held against this run"}[res.eq31_holds]
             print(f"rate: measured {_measured(res)}, theorem (eq. 31) {res.rate_theorem:.6g}, linearised 2 lambda_0 = "
-                  f"{res.rate_linearised:.6g}; eq. 31 {'holds' if res.eq31_holds else 'FAILS'} on the run")
+                  f"{res.rate_linearised:.6g}; eq. 31 {eq31}")
+        if res.comparison:
+            print(f"comparison: {res.comparison}")
+        within = ("not held against this run" if res.comparison else
+                  "yes" if res.displacement_max <= res.displacement_bound else "NO")
         print(f"displacement: max {res.displacement_max:.4g} <= Thm. 8.5 bound 2 sqrt(2 Lambda + lambda_0) Loss(0)^(1/2) / "
-              f"lambda_0 = {res.displacement_bound:.4g}: {'yes' if res.displacement_max <= res.displacement_bound else 'NO'}")
+              f"lambda_0 = {res.displacement_bound:.4g}: {within}")
         _print_certificate(res)
         if args.plot:
             print(f"plot: {args.plot}")
@@ -236,12 +241,13 @@ def _fitted() -> Iterator[None]:
 
 
 def _exit_code(res: Any) -> int:
-    """1 when the Thm. 8.5 guarantee is certified but the run contradicts it (the guaranteed rate or
-    radius, or eq. 31 when the guaranteed rate implies it); 0 otherwise. Records at the rounding
-    floor contradict nothing (``LocalConvergence.loss_floor_rounding``)."""
+    """1 when the Thm. 8.5 guarantee is certified and a run of the flow accurate enough to be held against it
+    contradicts it by more than the run's own noise (``LocalConvergence.loss_floor_run``): the guaranteed
+    rate or radius, or eq. 31 when the guaranteed rate implies it. A run of another object (gradient descent,
+    a loose integrator: ``LocalConvergence.comparison``) contradicts nothing; 0 otherwise."""
     cert = res.certificate
-    if cert is not None and cert.certified:
-        if res.guarantee_holds is False or (cert.eq31_guaranteed and not res.eq31_holds):
+    if cert is not None and cert.certified and not res.comparison:
+        if res.guarantee_holds is False or (cert.eq31_guaranteed and res.eq31_holds is False):
             return EXIT_NEGATIVE
     return EXIT_OK
 
@@ -269,7 +275,8 @@ def _print_certificate(res: Any) -> None:
     print(f"  certifiable: Loss(0) <= {cert.threshold:.4e} (--eps <= {eps_max:.4g}); Loss(0) / that = "
           f"{cert.excess_factor:.4g} (the corrected eq. 30 alone: Loss(0) <= {cert.threshold_eq30:.3e})")
     if cert.certified:
-        verdict = {True: "the run obeys both", False: "the run CONTRADICTS it", None: "not checked"}[res.guarantee_holds]
+        verdict = {True: "the run obeys both", False: "the run CONTRADICTS it",
+                   None: "not held against this run (see comparison)" if res.comparison else "not checked"}[res.guarantee_holds]
         print(f"  guaranteed: Loss(s) <= exp(-{cert.rate_guaranteed:.6g} s) Loss(0) (eq. 31 rate {cert.rate_eq31:.6g}"
               f"{'' if cert.eq31_guaranteed else ', not implied'}), displacement <= {cert.displacement_bound:.4g}: "
               f"{verdict}")
@@ -301,9 +308,9 @@ def _measured(res: Any) -> str:
     """The measured rate, or why there is none: records at the rounding floor are not used."""
     import math
 
-    floor = f"records at the rounding floor ({res.loss_floor_rounding:.2g}) not used"
+    floor = f"records at the run's floor ({res.loss_floor_run:.2g}: rounding and integration) not used"
     if math.isnan(res.rate_measured):
-        return f"none (the loss reached the rounding floor {res.loss_floor_rounding:.2g} by the first record)"
+        return f"none (the loss reached the run's floor {res.loss_floor_run:.2g} by the first record)"
     n = len(res.flow.s) - 1
     return f"{res.rate_measured:.6g} (min_s -log(L(s)/L0)/s{'' if res.rate_records == n else '; ' + floor})"
 
@@ -416,9 +423,9 @@ def _figure(res: Any) -> Any:
     if cert is not None and cert.certified:
         ax[0].semilogy(s, res.loss_initial * np.exp(-cert.rate_guaranteed * s), "-", c="k", lw=1,
                        label=f"guaranteed $e^{{-{cert.rate_guaranteed:.3g} s}}L(0)$ (certified)")
-    floor = getattr(res, "loss_floor_rounding", 0.0)
+    floor = getattr(res, "loss_floor_run", 0.0)
     if floor > 0 and min(res.flow.loss) < 100 * floor:
-        ax[0].axhline(floor, ls="-.", c="gray", lw=0.8, label="rounding floor")
+        ax[0].axhline(floor, ls="-.", c="gray", lw=0.8, label="the run's floor (rounding, integration)")
     ax[0].set_title("loss along the flow")
     ax[0].set_xlabel("flow time s")
     ax[0].set_ylabel("loss L(s)")

@@ -230,6 +230,8 @@ def certificate_from_spectrum(
 ) -> ConvergenceCertificate:
     r"""The certificate for the initial loss ``loss_initial``.
 
+    ``loss_initial`` is an upper bound of the exact initial loss (the callers in the package pass one proved in
+    ball arithmetic, :func:`ntkcheck.convergence.enclosure.point.loss_bounds`: the forward pass's rounding is in it).
     The spectrum of :math:`K_0` is proved here (:func:`ntkcheck.convergence.spectrum_bound.certified_spectrum`);
     ``lambda_min``, ``lambda_max`` (float64, e.g. from :func:`ntkcheck.dynamics.ntk.ntk_spectrum`) are used,
     widened by ``ROUNDING_MARGIN``, only where it cannot be proved, and then nothing is certified.
@@ -252,7 +254,7 @@ def certificate_from_spectrum(
     else:
         margin = ROUNDING_MARGIN * abs(lambda_max)
         lam0, lamM = float(lambda_min) - margin, float(lambda_max) + margin
-    L0 = float(loss_initial) * (1.0 + 1e-12)
+    L0 = float(loss_initial)
     nan = float("nan")
     if lam0 <= 0:
         return ConvergenceCertificate(False, L0, lam0, lamM, spec.proved, nan, nan, nan, 0.0, math.inf, 0.0, nan, lam0,
@@ -328,7 +330,7 @@ def convergence_certificate(
 ) -> ConvergenceCertificate:
     r"""Whether seed 002 Thm. 8.5 (sharpened, proved constants) guarantees linear convergence here.
 
-    Computes the initial loss for ``targets``, proves the spectrum of :math:`K_0`, bounds the
+    Proves an upper bound of the initial loss for ``targets`` (ball arithmetic), proves the spectrum of :math:`K_0`, bounds the
     deviation :math:`\beta(r)` of the Jacobian on balls around ``params`` and checks
     :math:`(\sigma_0 - \beta(r))\,r \ge \sqrt{2\mathcal L(0)}` for some ``r``. Where it holds, gradient
     flow :math:`d\theta_h/ds = -H\nabla_{\theta_h}\mathcal L` satisfies
@@ -360,11 +362,13 @@ def convergence_certificate(
     >>> c.certified, bool(c.rate_guaranteed >= c.lambda_0)
     (True, True)
     """
-    from ..dynamics.model import loss_and_grad
     from ..dynamics.ntk import ntk_spectrum
+    from .enclosure._model import model_of
+    from .enclosure.point import loss_bounds
 
     _check_model(samples, params, layers, T, loss)
     spec = ntk_spectrum(samples, params, layers=layers, T=T, loss=loss)  # type: ignore[arg-type]
-    L0, _ = loss_and_grad(samples, params, targets, layers=layers, T=T, loss=loss)  # type: ignore[arg-type]
+    mdl = model_of(samples, params.heads, params.dim, targets, layers=int(layers), T=float(T), loss=loss)
+    L0 = loss_bounds(mdl, params.flat())[1]  # the forward pass's rounding included (issue 30 item 7)
     return certificate_from_spectrum(samples, params, layers=layers, lambda_min=spec.lambda_min,
                                      lambda_max=spec.lambda_max, loss_initial=L0, T=T, loss=loss)

@@ -40,6 +40,8 @@ from ..dynamics._experiment import (
 from ..dynamics.flow import FlowResult, flow_time, gradient_flow
 from ..dynamics.model import AttentionParams, LossKind
 from ..errors import DomainError
+from .enclosure._model import model_of
+from .enclosure.point import loss_bounds
 
 __all__ = [
     "LocalConvergence",
@@ -56,12 +58,12 @@ class LocalConvergence:
     ----------
     lambda_0, lambda_max_0 : extreme NTK eigenvalues at initialisation (``Lambda`` = lambda_max_0)
     rate_measured : :math:`\min_{s>0} -\log(\mathcal L(s)/\mathcal L(0))/s` over the records above
-        ``loss_floor_rounding`` (``nan`` if none is); eq. 31 holds on those records iff
+        the run's floor (``nan`` if none is); eq. 31 holds on those records iff
         ``rate_measured >= lambda_0`` (``loss* = 0``: the targets are reachable)
     rate_asymptotic : slope of :math:`-\log\mathcal L` over the second half of the records above the floor
     rate_linearised : ``2 lambda_0``, the slowest decay rate of the loss of the linearised flow
     eq31_holds : every record satisfies :math:`\mathcal L(s)\le e^{-\lambda_0 s}\mathcal L(0)` up to
-        ``loss_floor_rounding`` (a record at the rounding floor violates nothing)
+        the run's floor (a record at the floor violates nothing); ``None`` when the comparison does not apply
     linearisation_error : max over records of :math:`|\mathcal L - \mathcal L_{lin}| / \mathcal L_{lin}`,
         :math:`\mathcal L_{lin}(s) = \frac12|e^{-K_0 s}u_0|^2`
     displacement_max, displacement_bound : max particle displacement and the Thm. 8.5 bound with
@@ -75,11 +77,26 @@ class LocalConvergence:
     certificate : :class:`ntkcheck.convergence.guarantee.ConvergenceCertificate` or None
         Whether seed 002 Thm. 8.5 (sharpened, proved constants) guarantees the run and, if so, the
         guaranteed rate and radius; ``None`` for per-layer heads (the bound covers shared heads).
-    loss_floor_rounding : :func:`rounding_floor`: records at or below it are not used for rates
+    loss_noise : per record, a proved bound of the rounding of the computed loss (the forward pass in ball
+        arithmetic, :func:`ntkcheck.convergence.enclosure.point.loss_bounds`; for per-layer heads the estimate
+        :func:`rounding_floor`)
+    loss_floor_rounding : ``loss_noise`` at the last record
+    loss_floor_integration : the loss of a residual :math:`B\,\Delta\theta` with every parameter off by the
+        integrator's absolute tolerance, :math:`\frac12\Lambda(P/H)\,atol^2` (a converged run stalls there;
+        for gradient descent the same with one rounding of the largest parameter)
+    loss_floor_run : ``loss_floor_rounding + loss_floor_integration``, the run's floor at its last record. At
+        every record the floor is its ``loss_noise`` plus ``loss_floor_integration``: records at or below it are
+        not used for rates, and a record contradicts a bound only by more than it
     rate_records : records (``s > 0``) above the floor that the rates use
+    comparison : empty when the run is a run of the flow the theorems are about, accurate enough to confirm
+        or contradict them; otherwise why it is not (gradient descent with a step, a loose integrator), and
+        then ``eq31_holds`` and ``guarantee_holds`` are ``None`` (the run is reported, never held against them)
+    loss_initial_upper : a proved upper bound of the exact initial loss (ball arithmetic), the one the
+        certificate uses
     guarantee_holds : when certified, whether every record obeys the guaranteed envelope
         :math:`e^{-\text{rate}\,s}\mathcal L(0)` (up to the floor and the integration tolerance) and the
-        displacement stays within the guaranteed radius; ``None`` when nothing is certified
+        displacement stays within the guaranteed radius; ``None`` when nothing is certified or the comparison
+        does not apply
     lipschitz_search : the search behind ``lipschitz_lower`` (``LipschitzSearch``, ``RegionSearch`` or None)
     """
 
@@ -97,7 +114,7 @@ class LocalConvergence:
     rate_measured: float
     rate_asymptotic: float
     rate_linearised: float
-    eq31_holds: bool
+    eq31_holds: bool | None
     linearisation_error: float
     displacement_max: float
     displacement_bound: float
@@ -109,6 +126,11 @@ class LocalConvergence:
     rate_records: int = 0
     guarantee_holds: bool | None = None
     lipschitz_search: Any = field(default=None, repr=False)
+    loss_floor_integration: float = 0.0
+    loss_floor_run: float = 0.0
+    comparison: str = ""
+    loss_initial_upper: float = float("nan")
+    loss_noise: tuple[float, ...] = ()
 
     @property
     def lipschitz_ratio(self) -> float:
@@ -132,7 +154,9 @@ class LocalConvergence:
             "loss_kind", "eps", "heads", "layers", "T", "per_layer", "lambda_0", "lambda_max_0", "loss_initial",
             "loss_final", "rate_theorem", "rate_measured", "rate_asymptotic", "rate_linearised", "eq31_holds",
             "linearisation_error", "displacement_max", "displacement_bound", "lipschitz_lower", "time_end",
-            "loss_floor_rounding", "rate_records", "guarantee_holds", "lipschitz_ratio")}
+            "loss_floor_rounding", "loss_floor_integration", "loss_floor_run", "comparison", "loss_initial_upper",
+            "rate_records", "guarantee_holds", "lipschitz_ratio")}
+        out["loss_noise"] = list(self.loss_noise)
         out["lipschitz_search"] = None if self.lipschitz_search is None else self.lipschitz_search.to_dict()
         out["flow"] = self.flow.to_dict()
         out["certificate"] = None if self.certificate is None else self.certificate.to_dict()
@@ -222,14 +246,20 @@ def local_convergence(
     y = st.z0 + eps * _from_weighted(st, u_dir)
     if time_end is None:
         time_end = flow_time(st.evals, decades).time  # finite even for a singular NTK
-    flow = gradient_flow(samples, params, _targets_from(st, y), layers=layers, time_end=time_end, T=T, loss=loss,
+    targets = _targets_from(st, y)
+    flow = gradient_flow(samples, params, targets, layers=layers, time_end=time_end, T=T, loss=loss,
                          n_records=n_records, track_ntk=track_ntk, rtol=rtol, atol=atol, method=method, step=step,
                          progress=progress, time_budget=time_budget, loss_target=loss_target)
     s = np.array(flow.s)
     Ls = np.array(flow.loss)
     L0 = Ls[0]
-    floor = rounding_floor(st.z0, y, int(layers), st.batch.X.shape[1])
-    above = Ls > floor  # below it the loss is rounding: no rate is measured there
+    mdl = None if params.per_layer else model_of(samples, params.heads, params.dim, targets, layers=int(layers),
+                                                 T=float(T), loss=loss)
+    L0_up = float("nan") if mdl is None else loss_bounds(mdl, params.flat())[1]
+    noise, f_int = _floors(mdl, flow, st, y, params, lamM, atol, step, int(layers))
+    floor = noise + f_int  # per record: the proved rounding of that record's loss and the integration floor
+    comparison = _comparison(step, rtol, atol)
+    above = Ls > floor  # at or below it the loss is noise: no rate is measured there
     pos = (s > 0) & above
     rate_measured = float(np.min(-np.log(Ls[pos] / L0) / s[pos])) if np.any(pos) else float("nan")
     keep = above & (s >= s[above][-1] / 2) if np.any(pos) else above
@@ -237,35 +267,69 @@ def local_convergence(
     coef = st.coords(-eps * u_dir)
     L_lin = 0.5 * np.sum((np.exp(-np.outer(s, st.evals)) * coef) ** 2, axis=1)
     seen = above & (L_lin > floor)
-    lin_err = float(np.max(np.abs(Ls[seen] - L_lin[seen]) / L_lin[seen]))
-    eq31 = bool(np.all(Ls <= np.exp(-lam0 * s) * L0 * (1 + 1e-9) + floor))
+    lin_err = float(np.max(np.abs(Ls[seen] - L_lin[seen]) / L_lin[seen])) if np.any(seen) else float("nan")
+    eq31 = None if comparison else bool(np.all(Ls <= np.exp(-lam0 * s) * L0 * (1 + 1e-9) + floor))
     disp = np.array(flow.displacement)
     # seed 002 Thm. 8.5 with the corrected constants (theory/local-convergence.md)
     bound = 2.0 * math.sqrt(2.0 * lamM + lam0) / lam0 * math.sqrt(L0) if lam0 > 0 else float("inf")
     cert, search, holds = None, None, None
     if certify and not params.per_layer:
         left = None if time_budget is None else max(float(time_budget) - (time.perf_counter() - started), 0.0)
-        cert, search, holds = _certify(samples, params, int(layers), float(T), loss, lam0, lamM, float(L0), s, Ls, disp,
-                                       floor, rtol, atol, seed, search_evaluations, left)
+        cert, search, holds = _certify(samples, params, int(layers), float(T), loss, lam0, lamM, L0_up, s, Ls, disp,
+                                       floor, rtol, seed, search_evaluations, left)
+        holds = None if comparison else holds
     lip = float("nan") if search is None else getattr(search, "K_change", getattr(search, "best_ratio", float("nan")))
     return LocalConvergence(
         loss, float(eps), params.heads, int(layers), float(T), params.per_layer, lam0, lamM, float(L0), float(Ls[-1]),
         lam0, rate_measured, float(rate_asym), 2.0 * lam0, eq31, lin_err, float(disp.max()), bound, lip, float(time_end), flow,
-        cert, float(floor), int(np.sum(pos)), holds, search,
+        cert, float(noise[-1]), int(np.sum(pos)), holds, search, float(f_int), float(floor[-1]), comparison, L0_up,
+        tuple(float(v) for v in noise),
     )
 
 
+#: a run of the flow is held against its theorems only at tolerances this tight or tighter (its error is then
+#: far below the tolerance ``max(1e-6, 10 rtol)`` a record is allowed over a bound)
+CHECK_RTOL = 1e-6
+CHECK_ATOL = 1e-9
+
+
+def _comparison(step: float | None, rtol: float, atol: float) -> str:
+    """Empty when the run can confirm or contradict the flow's theorems; otherwise why it cannot."""
+    if step is not None:
+        return (f"gradient descent with step {step:g} is not the gradient flow: the flow's theorems (eq. 31, the "
+                "certified guarantee) are not held against it")
+    if rtol > CHECK_RTOL or atol > CHECK_ATOL:
+        return (f"at rtol={rtol:g}, atol={atol:g} the run's integration error is not bounded (the check needs rtol <= "
+                f"{CHECK_RTOL:g}, atol <= {CHECK_ATOL:g}): it neither confirms nor contradicts the flow's theorems")
+    return ""
+
+
+def _floors(mdl: Any, flow: FlowResult, st: Any, y: np.ndarray, params: AttentionParams, lamM: float, atol: float,
+            step: float | None, layers: int) -> tuple[np.ndarray, float]:
+    r"""The run's loss noise: a proved bound of the evaluation rounding at each record (ball arithmetic;
+    per-layer heads: the estimate :func:`rounding_floor`), and the integration floor
+    :math:`\frac12\Lambda(P/H)\,\epsilon^2`, :math:`\epsilon` the absolute tolerance (gradient descent: four
+    roundings of the largest parameter)."""
+    if mdl is None or not flow.states:
+        rnd = np.full(len(flow.s), rounding_floor(st.z0, y, layers, st.batch.X.shape[1]))
+    else:
+        bounds = [loss_bounds(mdl, vec) for vec in flow.states]
+        rnd = np.array([hi - lo for lo, hi in bounds])
+    tol = atol if step is None else 4.0 * 2.0**-53 * max(float(np.max(np.abs(v))) for v in flow.states or [params.flat()])
+    return rnd, 0.5 * lamM * (params.size / params.heads) * tol * tol
+
+
 def _certify(samples: Any, params: AttentionParams, layers: int, T: float, loss: str, lam0: float, lamM: float,
-             L0: float, s: np.ndarray, Ls: np.ndarray, disp: np.ndarray, floor: float, rtol: float, atol: float,
+             L0: float, s: np.ndarray, Ls: np.ndarray, disp: np.ndarray, floor: np.ndarray, rtol: float,
              seed: int, search_evaluations: int, seconds: float | None) -> tuple[Any, Any, bool | None]:
     r"""The certificate (:mod:`ntkcheck.convergence.guarantee`), the search on its ball or region, and whether the
     run obeys it, within ``seconds`` (``None``: no limit; the split region is not tried and the search not
     run once the time is spent).
 
     A record contradicts the guarantee when its loss is above :math:`e^{-\text{rate}\,s}\mathcal L(0)(1 + tol)`
-    plus the larger of the rounding floor and the integration floor :math:`\frac12\Lambda\,(P/H)\,atol^2`
-    (the loss of the residual :math:`B\,\Delta\theta` with every parameter off by the integrator's
-    absolute tolerance: a converged run stalls there, e.g. at 4e-25 on the README example).
+    plus the run's floor (``LocalConvergence.loss_floor_run``: the proved rounding of the loss and the
+    integration floor :math:`\frac12\Lambda\,(P/H)\,atol^2`, where a converged run stalls, e.g. at 4e-25 on
+    the README example). ``L0`` is the proved upper bound of the initial loss.
     """
     from .. import _budget
     from .guarantee import ConvergenceCertificate, certificate_from_spectrum
@@ -300,9 +364,9 @@ def _certify(samples: Any, params: AttentionParams, layers: int, T: float, loss:
     holds = None
     if cert.certified:
         tol = max(1e-6, 10.0 * rtol)
-        slack = max(floor, 0.5 * lamM * (params.size / params.heads) * atol * atol)
-        holds = bool(np.all(Ls <= np.exp(-cert.rate_guaranteed * s) * L0 * (1.0 + tol) + slack)
-                     and disp.max() <= cert.displacement_bound * (1.0 + tol) + 10.0 * atol)
+        holds = bool(np.all(Ls <= np.exp(-cert.rate_guaranteed * s) * L0 * (1.0 + tol) + floor)
+                     and disp.max() <= cert.displacement_bound * (1.0 + tol)
+                     + 10.0 * math.sqrt(2.0 * float(np.max(floor)) / lamM + 1e-300))
     return cert, search, holds
 
 

@@ -147,6 +147,7 @@ class FlowResult:
     final_params : AttentionParams at the last record (not in ``to_dict``)
     outputs : the outputs ``z`` (what the loss sees, on the distinct atoms, unweighted) at
         each record (not in ``to_dict``)
+    states : the parameters at each record, flat as ``AttentionParams.flat`` (not in ``to_dict``)
     """
 
     s: tuple[float, ...]
@@ -163,6 +164,7 @@ class FlowResult:
     status: FlowStatus = FlowStatus.COMPLETED
     loss_floor: float = 0.0
     time_requested: float = float("nan")
+    states: tuple[np.ndarray, ...] = field(repr=False, compare=False, default=())
 
     def __repr__(self) -> str:
         return (f"FlowResult({self.method}, s_end={self.s[-1]:.4g}, loss {self.loss[0]:.3e} -> {self.loss[-1]:.3e}, "
@@ -439,7 +441,7 @@ def _assemble_result(problem: _FlowProblem, run: _integrate._Run, records: _Reco
     return FlowResult(
         run.s, records.loss, records.lambda_min, records.lambda_max, records.displacement, run.walls, run.method,
         run.nfev, _stop_message(run, notes), problem.params.unflat(run.states[-1]), records.outputs, run.status,
-        float(problem.floor), float(time_end),
+        float(problem.floor), float(time_end), tuple(run.states),
     )
 
 
