@@ -224,9 +224,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"displacement: max {res.displacement_max:.4g} <= Thm. 8.5 bound 2 sqrt(2 Lambda + lambda_0) Loss(0)^(1/2) / "
               f"lambda_0 = {res.displacement_bound:.4g}: {within}")
         _print_certificate(res)
+        _print_handoff(res)
         if args.plot:
             print(f"plot: {args.plot}")
     return code
+
+
+def _print_handoff(res: Any) -> None:
+    """The hand-off (ntkcheck.convergence.handoff): from which computed state convergence is proved, and the
+    check of the run after it."""
+    ho = getattr(res, "handoff", None)
+    if ho is None:
+        return
+    if not ho.found:
+        print(fit([f"hand-off: {ho.message}"]))
+        return
+    verdict = {True: "the run after it obeys it", False: "the run after it CONTRADICTS it",
+               None: "not held against this run"}[ho.holds_on_run]
+    c = ho.certificate
+    print(fit([f"hand-off: {ho.message} ({verdict}); at that state lambda_min(K) >= {c.lambda_min:.4g}, ball D <= "
+               f"{c.radius:.3g}, Jacobian moves by at most {c.deviation:.3g} ({c.method}), Loss <= {c.loss_centre:.3e} "
+               f"(proved){'; ' + ho.cut if ho.cut else ''}"]))
 
 
 @contextlib.contextmanager
@@ -249,6 +267,9 @@ def _exit_code(res: Any) -> int:
     if cert is not None and cert.certified and not res.comparison:
         if res.guarantee_holds is False or (cert.eq31_guaranteed and res.eq31_holds is False):
             return EXIT_NEGATIVE
+    ho = getattr(res, "handoff", None)
+    if ho is not None and ho.found and ho.holds_on_run is False:
+        return EXIT_NEGATIVE
     return EXIT_OK
 
 

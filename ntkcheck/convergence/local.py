@@ -98,6 +98,9 @@ class LocalConvergence:
         displacement stays within the guaranteed radius; ``None`` when nothing is certified or the comparison
         does not apply
     lipschitz_search : the search behind ``lipschitz_lower`` (``LipschitzSearch``, ``RegionSearch`` or None)
+    handoff : :class:`ntkcheck.convergence.handoff.HandOff` when the certificate at FixUp does not hold (or the
+        run is gradient descent): the earliest record from whose computed state convergence is proved
+    targets : the targets the run used, as :func:`~ntkcheck.dynamics.flow.gradient_flow` takes them (not in ``to_dict``)
     """
 
     loss_kind: str
@@ -131,6 +134,8 @@ class LocalConvergence:
     comparison: str = ""
     loss_initial_upper: float = float("nan")
     loss_noise: tuple[float, ...] = ()
+    handoff: Any = field(default=None, repr=False)
+    targets: Any = field(default=None, repr=False, compare=False)
 
     @property
     def lipschitz_ratio(self) -> float:
@@ -147,7 +152,8 @@ class LocalConvergence:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LocalConvergence:
         """The result from its :meth:`to_dict` (a saved JSON object)."""
-        return restore(cls, d, flow=FlowResult.from_dict, certificate=_certificate, lipschitz_search=_search)
+        return restore(cls, d, flow=FlowResult.from_dict, certificate=_certificate, lipschitz_search=_search,
+                       handoff=_handoff)
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in (
@@ -157,6 +163,7 @@ class LocalConvergence:
             "loss_floor_rounding", "loss_floor_integration", "loss_floor_run", "comparison", "loss_initial_upper",
             "rate_records", "guarantee_holds", "lipschitz_ratio")}
         out["loss_noise"] = list(self.loss_noise)
+        out["handoff"] = None if self.handoff is None else self.handoff.to_dict()
         out["lipschitz_search"] = None if self.lipschitz_search is None else self.lipschitz_search.to_dict()
         out["flow"] = self.flow.to_dict()
         out["certificate"] = None if self.certificate is None else self.certificate.to_dict()
@@ -167,6 +174,12 @@ def _certificate(c: Any) -> Any:
     from .guarantee import ConvergenceCertificate
 
     return None if c is None else ConvergenceCertificate.from_dict(c)
+
+
+def _handoff(h: Any) -> Any:
+    from .handoff import HandOff
+
+    return None if h is None else HandOff.from_dict(h)
 
 
 def _search(s: Any) -> Any:
@@ -278,12 +291,19 @@ def local_convergence(
         cert, search, holds = _certify(samples, params, int(layers), float(T), loss, lam0, lamM, L0_up, s, Ls, disp,
                                        floor, rtol, seed, search_evaluations, left)
         holds = None if comparison else holds
+    ho = None
+    if certify and mdl is not None and (step is not None or cert is None or not cert.certified):
+        from .handoff import hand_off
+
+        left = None if time_budget is None else max(float(time_budget) - (time.perf_counter() - started), 1.0)
+        ho = hand_off(samples, params, mdl, flow, layers=int(layers), T=float(T), loss=loss, step=step, floor=floor,
+                      check=not comparison or step is not None, seconds=left)
     lip = float("nan") if search is None else getattr(search, "K_change", getattr(search, "best_ratio", float("nan")))
     return LocalConvergence(
         loss, float(eps), params.heads, int(layers), float(T), params.per_layer, lam0, lamM, float(L0), float(Ls[-1]),
         lam0, rate_measured, float(rate_asym), 2.0 * lam0, eq31, lin_err, float(disp.max()), bound, lip, float(time_end), flow,
         cert, float(noise[-1]), int(np.sum(pos)), holds, search, float(f_int), float(floor[-1]), comparison, L0_up,
-        tuple(float(v) for v in noise),
+        tuple(float(v) for v in noise), ho, targets,
     )
 
 

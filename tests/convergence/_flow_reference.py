@@ -123,3 +123,29 @@ def mp_loss(samples, targets, theta, H, d, layers, T=1.0, loss="readout", dps=50
                         r = X[k][a] - mpmath.mpf(float(y[k][a]))
                         tot += m[k] * r * r / (2 * n)
         return tot
+
+
+def outputs_batch(samples, theta, H, d, layers, T=1.0):
+    """Readout outputs :math:`z_i = \\sum_a m_a x^L_a` for a batch of parameter vectors, (batch, n, d)."""
+    V, Q, b = _split(theta, H, d)
+    out = []
+    for x in samples:
+        xa, ms = _atoms(x)
+        m = np.array([float(v) for v in ms])
+        out.append(np.einsum("a,bad->bd", m, _forward_batch(xa, m, V, Q, b, layers, T)))
+    return np.stack(out, axis=1)
+
+
+def cs_jacobian(samples, theta, H, d, layers, T=1.0, h=1e-30):
+    """:math:`\\partial z/\\partial\\theta` (readout) by the complex step, rows ``(i, a)``, (n d, P)."""
+    P = theta.size
+    batch = theta[None].astype(np.complex128) + 1j * h * np.eye(P)
+    z = outputs_batch(samples, batch, H, d, layers, T)
+    return (z.imag / h).reshape(P, -1).T
+
+
+def mp_eigenvalues(M, dps=30):
+    """Eigenvalues of a symmetric float matrix (exact as given) in mpmath, ascending."""
+    with mpmath.workdps(dps):
+        E = mpmath.eigsy(mpmath.matrix(M.tolist()), eigvals_only=True)
+        return sorted(E)

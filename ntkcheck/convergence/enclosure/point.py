@@ -47,16 +47,18 @@ def _theta(kind: type[Series], mid: np.ndarray, rad: np.ndarray | None, directio
     return kind(m, r)
 
 
-def loss_bounds(mdl: Model, theta: np.ndarray, rad: np.ndarray | None = None) -> tuple[float, float]:
-    r"""Proved ``(lower, upper)`` of :math:`\mathcal L(\theta)` (floor included) for every :math:`\theta` in
-    ``[theta +- rad]`` (a point when ``rad`` is None)."""
+def loss_bounds(mdl: Model, theta: np.ndarray, rad: np.ndarray | None = None, *, floor: bool = True
+                ) -> tuple[float, float]:
+    r"""Proved ``(lower, upper)`` of :math:`\mathcal L(\theta)` for every :math:`\theta` in ``[theta +- rad]``
+    (a point when ``rad`` is None); ``floor=False``: without the part no parameter changes (copies with
+    different targets), i.e. of :math:`|u|^2/2`."""
     th = _theta(Taylor, np.asarray(theta, dtype=np.float64), rad, None)
     V, Q, b = mdl.split(th)
     XT, _ = forward(mdl, V, Q, b)
     val, _ = loss_and_seed(mdl, outputs(mdl, XT))
     m, r = float(val.mid[0]), float(val.rad[0])  # type: ignore[index]
     lo = max((m - r) * (1.0 - 4.0 * U), 0.0)
-    hi = float(_up(np.array((m + r) * (1.0 + 4.0 * U) + mdl.floor_up)))
+    hi = float(_up(np.array((m + r) * (1.0 + 4.0 * U) + (mdl.floor_up if floor else 0.0))))
     return lo, hi
 
 

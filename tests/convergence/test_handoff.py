@@ -1,0 +1,85 @@
+"""Hand-off along the run (issue 31 item 2): the earliest record from whose computed state convergence is proved.
+
+Held against independent computations: the flow from that computed state integrated by DOP853 at rtol 1e-10
+on a complex-step field (``_flow_reference.py``) obeys the statement (loss envelope, displacement), on the README
+example at --eps 0.1 and on random models (a hypothesis property: every one of its 6 examples must have a
+hand-off, and the run and the reference must obey it). The mutation that triples the rate is contradicted by
+the run (exit 1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+from _flow_reference import dop853_losses
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ntkcheck.convergence import local_convergence
+
+
+def _flow_json(capsys, args):
+    from ntkcheck.cli import main
+
+    code = main(["flow", *args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_readme_eps_0p1_hands_off_and_the_run_obeys(capsys):
+    """README data at --eps 0.1 (82 times beyond the FixUp certificate) with --time 80: a hand-off is found, the
+    run after it obeys it, exit 0, the JSON is valid against the schema; mutation: a rate three times too fast is
+    contradicted by the run (exit 1)."""
+    import jsonschema
+
+    import ntkcheck.convergence.handoff as ho
+    from ntkcheck.cli._args import load_schema
+
+    args = ["--samples", "0,1,2,3", "--eps", "0.1", "--time", "80", "--ntk-records", "1", "--records", "17"]
+    code, d = _flow_json(capsys, args)
+    jsonschema.validate(d, load_schema("flow"))
+    h = d["handoff"]
+    assert code == 0 and not d["certificate"]["certified"] and h["found"] and h["holds_on_run"] is True
+    assert h["certificate"]["certified"] and h["s"] > 0 and h["certificate"]["lambda_min"] > 0
+    real = ho.centred_certificate
+
+    def too_fast(*a, **k):
+        c = real(*a, **k)
+        return dataclasses.replace(c, rate=3 * c.rate)
+
+    import pytest
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(ho, "centred_certificate", too_fast)
+    try:
+        code, d = _flow_json(capsys, args)
+    finally:
+        mp.undo()
+    assert code == 1 and d["handoff"]["holds_on_run"] is False
+
+
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 10**6), eps=st.floats(0.05, 0.2))
+def test_property_runs_obey_the_handoff(seed, eps):
+    """Random data (two samples of three tokens in d = 2, three heads, two layers), targets eps away (beyond the FixUp certificate): the
+    hand-off is found by s = 200, the run after it obeys it, and so does the flow from that computed state integrated
+    independently (DOP853 on the complex-step field; tolerance 1e-8 relative, and the reference's own floor)."""
+    rng = np.random.default_rng(seed)
+    samples = [rng.standard_normal((3, 2)), rng.standard_normal((3, 2))]
+    res = local_convergence(samples, heads=3, layers=2, eps=eps, loss="readout", n_records=11, time_end=200.0,
+                            track_ntk=1, search_evaluations=0, seed=seed % 1000)
+    ho = res.handoff
+    assert not res.certificate.certified  # eps >= 0.05 is beyond the FixUp certificate on these models
+    assert ho.found and ho.holds_on_run is True, ho.message
+    c = ho.certificate
+    k = ho.index
+    times = np.array(res.flow.s[k:]) - res.flow.s[k]
+    ref, states = dop853_losses(samples, res.targets, res.flow.states[k], 3, 2, 2, times)
+    # the reference stalls where its parameters carry its rtol: the loss of residuals 10 rtol |theta| on every
+    # parameter, (1/2) lambda_max (P/H) (10 rtol max|theta|)^2, is its own floor
+    ref_floor = 0.5 * c.lambda_max * (res.flow.states[k].size / 3) * (1e-9 * np.max(np.abs(states))) ** 2
+    assert np.all(ref <= np.exp(-c.rate * times) * c.start_loss * (1 + 1e-8) + ref_floor)
+    dist = np.linalg.norm(states - res.flow.states[k], axis=1) / math.sqrt(3)
+    assert np.all(dist <= c.displacement_bound)
