@@ -245,6 +245,16 @@ def _print_handoff(res: Any) -> None:
     print(fit([f"hand-off: {ho.message} ({verdict}); at that state lambda_min(K) >= {c.lambda_min:.4g}, ball D <= "
                f"{c.radius:.3g}, Jacobian moves by at most {c.deviation:.3g} ({c.method}), Loss <= {c.loss_centre:.3e} "
                f"(proved){'; ' + ho.cut if ho.cut else ''}"]))
+    fx = getattr(res, "from_fixup", None)
+    if fx is None:
+        if c.step is not None:
+            print(fit(["from FixUp: not proved for gradient descent (only the flow has a validated tube); the "
+                       "statement above is about gradient descent from the computed iterate"]))
+        return
+    t = fx.tube
+    tail = (f"; tube: {len(t.s) - 1} steps to s = {t.s[-1]:.4g} in {t.seconds:.1f} s, integral of mu {fx.growth:.3g}, "
+            f"of the defect {fx.defect:.2g}, radius {fx.radius:.3g}, room {fx.room:.3g}") if t is not None else ""
+    print(fit([f"from FixUp: {'PROVED' if fx.certified else 'not proved'}: {fx.message}{tail}"]))
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _budget
 from .._records import restore
 from ..dynamics._experiment import (
     _default_params,
@@ -101,6 +102,8 @@ class LocalConvergence:
     handoff : :class:`ntkcheck.convergence.handoff.HandOff` when the certificate at FixUp does not hold (or the
         run is gradient descent): the earliest record from whose computed state convergence is proved
     targets : the targets the run used, as :func:`~ntkcheck.dynamics.flow.gradient_flow` takes them (not in ``to_dict``)
+    from_fixup : :class:`ntkcheck.convergence.from_fixup.FromFixup` after a hand-off of the flow: the validated
+        tube from FixUp to the hand-off and the certificate that covers its radius (or what stopped it)
     """
 
     loss_kind: str
@@ -136,6 +139,7 @@ class LocalConvergence:
     loss_noise: tuple[float, ...] = ()
     handoff: Any = field(default=None, repr=False)
     targets: Any = field(default=None, repr=False, compare=False)
+    from_fixup: Any = field(default=None, repr=False)
 
     @property
     def lipschitz_ratio(self) -> float:
@@ -153,7 +157,7 @@ class LocalConvergence:
     def from_dict(cls, d: dict[str, Any]) -> LocalConvergence:
         """The result from its :meth:`to_dict` (a saved JSON object)."""
         return restore(cls, d, flow=FlowResult.from_dict, certificate=_certificate, lipschitz_search=_search,
-                       handoff=_handoff)
+                       handoff=_handoff, from_fixup=_from_fixup)
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in (
@@ -164,6 +168,7 @@ class LocalConvergence:
             "rate_records", "guarantee_holds", "lipschitz_ratio")}
         out["loss_noise"] = list(self.loss_noise)
         out["handoff"] = None if self.handoff is None else self.handoff.to_dict()
+        out["from_fixup"] = None if self.from_fixup is None else self.from_fixup.to_dict()
         out["lipschitz_search"] = None if self.lipschitz_search is None else self.lipschitz_search.to_dict()
         out["flow"] = self.flow.to_dict()
         out["certificate"] = None if self.certificate is None else self.certificate.to_dict()
@@ -174,6 +179,12 @@ def _certificate(c: Any) -> Any:
     from .guarantee import ConvergenceCertificate
 
     return None if c is None else ConvergenceCertificate.from_dict(c)
+
+
+def _from_fixup(h: Any) -> Any:
+    from .from_fixup import FromFixup
+
+    return None if h is None else FromFixup.from_dict(h)
 
 
 def _handoff(h: Any) -> Any:
@@ -217,6 +228,8 @@ def local_convergence(
     loss_target: float | None = None,
     search_evaluations: int = 200,
     certify: bool = True,
+    tube: bool = True,
+    tube_progress: Any = None,
 ) -> LocalConvergence:
     r"""Experiment (a): targets :math:`y = z_0 + \varepsilon r` near the initial outputs.
 
@@ -229,7 +242,10 @@ def local_convergence(
     :func:`~ntkcheck.dynamics.flow.gradient_flow`; what the run leaves of it, or the enclosing command's
     budget, bounds the certificate, which is "not certified (time budget spent)" past it, and the search). ``certify``: compute the certificate
     (:mod:`ntkcheck.convergence.guarantee`, a few seconds), and ``search_evaluations`` NTKs for the
-    Lipschitz search on its ball (0: no search).
+    Lipschitz search on its ball (0: no search). When the certificate at FixUp does not hold, the records are
+    searched for a hand-off (:mod:`ntkcheck.convergence.handoff`) and, for the flow and with ``tube``, the
+    validated tube from FixUp to it is built within the time left (:mod:`ntkcheck.convergence.from_fixup`;
+    ``tube_progress(s, e)`` is called after each of its segments).
 
     References: seed 002 Thm. 8.5 (eq. 31 and the displacement bound), seed 003 Thm. 4.
     """
@@ -291,20 +307,41 @@ def local_convergence(
         cert, search, holds = _certify(samples, params, int(layers), float(T), loss, lam0, lamM, L0_up, s, Ls, disp,
                                        floor, rtol, seed, search_evaluations, left)
         holds = None if comparison else holds
-    ho = None
+    ho, fx = None, None
     if certify and mdl is not None and (step is not None or cert is None or not cert.certified):
-        from .handoff import hand_off
-
-        left = None if time_budget is None else max(float(time_budget) - (time.perf_counter() - started), 1.0)
-        ho = hand_off(samples, params, mdl, flow, layers=int(layers), T=float(T), loss=loss, step=step, floor=floor,
-                      check=not comparison or step is not None, seconds=left)
+        ho, fx = _hand_over(samples, params, mdl, flow, int(layers), float(T), loss, step, floor,
+                            not comparison or step is not None, tube, tube_progress, time_budget, started)
     lip = float("nan") if search is None else getattr(search, "K_change", getattr(search, "best_ratio", float("nan")))
     return LocalConvergence(
         loss, float(eps), params.heads, int(layers), float(T), params.per_layer, lam0, lamM, float(L0), float(Ls[-1]),
         lam0, rate_measured, float(rate_asym), 2.0 * lam0, eq31, lin_err, float(disp.max()), bound, lip, float(time_end), flow,
         cert, float(noise[-1]), int(np.sum(pos)), holds, search, float(f_int), float(floor[-1]), comparison, L0_up,
-        tuple(float(v) for v in noise), ho, targets,
+        tuple(float(v) for v in noise), ho, targets, fx,
     )
+
+
+def _hand_over(samples: Any, params: AttentionParams, mdl: Any, flow: FlowResult, layers: int, T: float, loss: str,
+               step: float | None, floor: np.ndarray, check: bool, tube: bool, tube_progress: Any,
+               time_budget: float | None, started: float) -> tuple[Any, Any]:
+    """The hand-off along the run (:mod:`ntkcheck.convergence.handoff`) and, for the flow, the tube from FixUp to
+    it (:mod:`ntkcheck.convergence.from_fixup`), each within what the run's time budget and the command's leave."""
+    from .handoff import hand_off
+
+    def left() -> float | None:
+        rest = None if time_budget is None else max(float(time_budget) - (time.perf_counter() - started), 1.0)
+        return _budget.capped(rest)
+
+    ho = hand_off(samples, params, mdl, flow, layers=layers, T=T, loss=loss, step=step, floor=floor, check=check,
+                  seconds=left())
+    if not (tube and ho.found and step is None):
+        return ho, None
+    from .from_fixup import from_fixup
+
+    seconds = left()
+    if seconds is not None and seconds <= 1.0:
+        return ho, None
+    return ho, from_fixup(samples, params, mdl, layers=layers, T=T, loss=loss, s_target=ho.s,
+                          s_max=max(float(flow.s[-1]), 2.0 * ho.s), seconds=seconds, progress=tube_progress)
 
 
 #: a run of the flow is held against its theorems only at tolerances this tight or tighter (its error is then

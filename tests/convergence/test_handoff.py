@@ -83,3 +83,38 @@ def test_property_runs_obey_the_handoff(seed, eps):
     assert np.all(ref <= np.exp(-c.rate * times) * c.start_loss * (1 + 1e-8) + ref_floor)
     dist = np.linalg.norm(states - res.flow.states[k], axis=1) / math.sqrt(3)
     assert np.all(dist <= c.displacement_bound)
+
+
+def test_gradient_descent_hands_off_with_its_own_certificate():
+    """``step = 0.5`` on a small model at eps = 0.05: the flow's theorems are not held against the run, the
+    discrete certificate hands off, the iterates after it obey it, and so does gradient descent from the
+    hand-off iterate recomputed with the complex-step gradient (an independent implementation), step by step:
+    ``Loss_j <= (1 - q)^j Loss_start`` with ``q = 1 - exp(-rate step)`` (tolerance: 1e-9 relative plus the
+    rounding floor 1e-28)."""
+    from _flow_reference import cs_field, loss_batch
+
+    samples = [np.array([[0.3, -1.1], [1.7, 0.2]]), np.array([[1.2, 1.3], [-0.8, -0.6], [0.1, 0.9]])]
+    step = 0.5
+    res = local_convergence(samples, heads=3, layers=2, eps=0.05, loss="readout", n_records=11, time_end=150.0,
+                            track_ntk=1, search_evaluations=0, step=step)
+    ho = res.handoff
+    assert res.comparison and res.guarantee_holds is None
+    assert ho.found and ho.holds_on_run is True and ho.certificate.step == step
+    c = ho.certificate
+    assert step * c.smoothness < 2
+    th = np.array(res.flow.states[ho.index])
+    factor = math.exp(-c.rate * step)
+    for j in range(60):
+        L = float(loss_batch(samples, res.targets, th[None], 3, 2, 2)[0])
+        assert L <= factor**j * c.start_loss * (1 + 1e-9) + 1e-28, j
+        th = th + step * cs_field(samples, res.targets, th, 3, 2, 2)
+    assert res.from_fixup is None  # the tube is for the flow only
+
+
+def test_readme_step_1p4_is_not_certified_for_gradient_descent(capsys):
+    """The README's ``--step 1.4`` (1.4 Lambda = 1.96): no record hands off for gradient descent, and the report
+    says why (step x smoothness >= 2 or the loss too large); exit 0."""
+    code, d = _flow_json(capsys, ["--samples", "0,1,2,3", "--step", "1.4", "--ntk-records", "1", "--records", "6"])
+    h = d["handoff"]
+    assert code == 0 and h is not None and not h["found"] and h["certificate"]["step"] == 1.4
+    assert "not certified" in h["certificate"]["message"]

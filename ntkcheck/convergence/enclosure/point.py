@@ -146,23 +146,17 @@ def field_mu(mdl: Model, box_mid: np.ndarray, box_rad: np.ndarray, *, full: bool
     return lambda_max_upper(rows_m, rows_r)
 
 
-def field_mu_path(mdl: Model, coeffs: np.ndarray, h: float, ebar: float, *, full: bool = True) -> float:
-    r"""An upper bound of :math:`\lambda_{\max}(\mathrm{sym}\,Df)` on the tube of radius ``ebar`` (Euclidean)
-    around the polynomial path :math:`p(t) = \sum_k c_k t^k`, :math:`t \in [0, h]`.
+def field_mu_line(mdl: Model, a: np.ndarray, b: np.ndarray, r: np.ndarray, w: float, *, full: bool = True) -> float:
+    r"""An upper bound of :math:`\lambda_{\max}(\mathrm{sym}\,Df(\theta))` for every :math:`\theta` with
+    :math:`|\theta_j - a_j - b_j\sigma| \le r_j`, :math:`|\sigma| \le w`: a tube around a segment of the path
+    given as a first-order Taylor model (:class:`~._tm.Tm1`).
 
-    The path is a first-order Taylor model in :math:`\sigma = t - h/2` (:class:`~._tm.Tm1`, the tube
-    and the curvature in its remainder), so the derivative :math:`Df(p(t))` is enclosed as
-    :math:`A + B\sigma + [-R, R]` and :math:`\lambda_{\max} \le \lambda_{\max}(A \pm R) + \frac h2\|\mathrm{sym}\,B\|_2`."""
+    The derivative is then enclosed as :math:`A + B\sigma + [-R, R]` (entrywise), so
+    :math:`\lambda_{\max} \le \lambda_{\max}(A \pm R) + w\|\mathrm{sym}\,B\|_2`."""
     from ._tm import DualOf, Tm1
 
-    P = coeffs.shape[1]
-    w = h / 2.0
-    sh = _centred(coeffs, w)
-    a, b = sh.mid[0], sh.mid[1]
-    powers = w ** np.arange(coeffs.shape[0])
-    rest = np.sum(sh.upper_abs()[2:] * powers[2:, None], axis=0) if coeffs.shape[0] > 2 else np.zeros(P)
-    r = _up(sh.rad[0] + sh.rad[1] * w + rest + ebar, coeffs.shape[0])  # type: ignore[index]
-    theta = Tm1(a, b, r, w)
+    P = a.size
+    theta = Tm1(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), np.asarray(r, dtype=np.float64), w)
     Am, Ar, Bm = np.empty((P, P)), np.empty((P, P)), np.empty((P, P))
     for idx in _chunks(mdl, P):
         tang = np.zeros((idx.size, P))
@@ -172,10 +166,33 @@ def field_mu_path(mdl: Model, coeffs: np.ndarray, h: float, ebar: float, *, full
         t = f.t._full()
         Am[idx], Ar[idx], Bm[idx] = t.a, t.r, t.b
     if not (np.all(np.isfinite(Ar)) and np.all(np.isfinite(Bm))):
-        raise DomainError("the Taylor model of the field's derivative is not finite on this step")
-    Bs, Br = 0.5 * (Bm + Bm.T), _up(U * np.abs(0.5 * (Bm + Bm.T)))
+        raise DomainError("the Taylor model of the field's derivative is not finite on this segment")
+    Bs = 0.5 * (Bm + Bm.T)
+    Br = _up(U * np.abs(Bs) + U * 0.5 * (np.abs(Bm) + np.abs(Bm.T)))
     bnorm = max(lambda_max_upper(Bs, Br), -lambda_min_lower(Bs, Br), 0.0)
     return float(_up(np.array(lambda_max_upper(Am, Ar) + w * bnorm * (1.0 + 4.0 * U))))
+
+
+def line_of_path(pieces: list[tuple[float, np.ndarray, float]], ebar: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    r"""A first-order Taylor model ``(a, b, r, w)`` of a piecewise-polynomial path: the chord through its ends,
+    :math:`\sigma` the time from the middle, ``r`` a proved bound of every piece's distance from the chord
+    (per coordinate) plus ``ebar``. ``pieces``: ``(s_n, coeffs_n, h_n)``, consecutive."""
+    s0, s1 = pieces[0][0], pieces[-1][0] + pieces[-1][2]
+    sc, w = 0.5 * (s0 + s1), 0.5 * (s1 - s0)
+    start, end = _centred(pieces[0][1], 0.0), _centred(pieces[-1][1], pieces[-1][2])
+    pa, pb = start.mid[0], end.mid[0]
+    a = 0.5 * (pa + pb)
+    b = (pb - pa) / (s1 - s0)
+    r = np.zeros_like(a)
+    for sn, c, h in pieces:
+        cen = _centred(c, h / 2.0)  # p_n around its middle, in balls
+        base = Taylor.const(a) + Taylor.const(b).scale(sn + h / 2.0 - sc)  # the chord there (t0 exact on the grid)
+        chord = Taylor(np.stack([base.mid[0], b]), np.stack([base.rad[0], np.zeros_like(b)]))  # type: ignore[index]
+        diff = cen - chord
+        powers = (h / 2.0) ** np.arange(diff.order_count)
+        r = np.maximum(r, np.sum(diff.upper_abs() * powers[:, None], axis=0))
+    r = _up(r + ebar, pieces[0][1].shape[0])
+    return a, b, r, w
 
 
 def _centred(coeffs: np.ndarray, t: float) -> Taylor:

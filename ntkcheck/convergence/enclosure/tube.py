@@ -35,7 +35,7 @@ from ...errors import DomainError
 from ._model import Model
 from ._model import field as model_field
 from ._series import Taylor, U, _up
-from .point import field_mu_path, loss_bounds
+from .point import field_mu_line, line_of_path, loss_bounds
 
 __all__ = ["Enclosure", "TubeOptions", "enclose"]
 
@@ -43,10 +43,17 @@ __all__ = ["Enclosure", "TubeOptions", "enclose"]
 @dataclass(frozen=True)
 class TubeOptions:
     """``order``: degree ``m`` of the enclosed jet (the polynomial has degree ``m + 1``); ``defect``: the
-    target bound of :math:`\\sup|\\delta|` per step (Euclidean, absolute)."""
+    target bound of :math:`\\sup|\\delta|` per step (Euclidean, absolute); ``segment``: the flow time of the first
+    segment over which one :math:`\\bar\\mu` is proved; ``growth``: the target of
+    :math:`\\bar\\mu\\times` (segment length) by which the next segment's length is chosen; ``cheap``: the growth :math:`\\bar\\mu\\times` (segment length) up to which the cheap bound
+    :math:`|u|\\,M_2` is taken instead; ``max_step``: the longest Taylor step."""
 
     order: int = 10
-    defect: float = 1e-10
+    defect: float = 1e-9
+    segment: float = 0.2
+    growth: float = 0.1
+    cheap: float = 0.02
+    max_step: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,7 @@ class Enclosure:
     Attributes
     ----------
     s, radius : node times and proved radii (``radius[0] = 0``: the flow starts at the given state)
-    mu : per step, the proved one-sided Lipschitz bound used on it
+    mu : per step, the proved one-sided Lipschitz bound used on it (``how``: ``"taylor-model"`` or ``"cheap"``)
     defect : per step, the proved :math:`\int|\delta|` (Euclidean)
     loss_upper : per node, a proved upper bound of the true flow's loss there
     complete : the tube reached the requested time (else the budget or a failure stopped it: ``message``)
@@ -86,11 +93,13 @@ class Enclosure:
     message: str
     seconds: float
     states: tuple[np.ndarray, ...] = field(repr=False, compare=False, default=())
+    how: tuple[str, ...] = ()
+    mu_last: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"s": list(self.s), "radius": list(self.radius), "mu": list(self.mu), "defect": list(self.defect),
                 "loss_upper": list(self.loss_upper), "complete": self.complete, "message": self.message,
-                "seconds": self.seconds}
+                "seconds": self.seconds, "how": list(self.how)}
 
 
 # ----------------------------------------------------------------------------- the Taylor solution
@@ -113,7 +122,7 @@ def _step_size(c: np.ndarray, tol: float) -> float:
     hs = []
     for k in (c.shape[0] - 2, c.shape[0] - 1):
         a = float(np.linalg.norm(c[k])) * k
-        if a > 0:
+        if a > 0 and k > 1:
             hs.append((tol / a) ** (1.0 / (k - 1)))
     return 0.9 * min(hs) if hs else 1.0
 
@@ -175,7 +184,7 @@ def _node(c: np.ndarray, h: float) -> tuple[np.ndarray, float]:
 
 def _take_step(mdl: Model, s: float, q: np.ndarray, opts: TubeOptions, h_max: float) -> _Step:
     c = solution_jet(mdl, q, opts.order)
-    h = min(_step_size(c, opts.defect), h_max)
+    h = min(_step_size(c, opts.defect), h_max, opts.max_step)
     for _ in range(40):
         s_next, h = _exact_step(s, h)
         integral, sup, bm, br = _defect(mdl, c, h)
@@ -203,46 +212,137 @@ def _gronwall(steps: list[_Step], e0: float, mu: float) -> tuple[list[float], fl
     return out, top
 
 
-def _prove_step(mdl: Model, st: _Step, e0: float, mu_prev: float) -> tuple[float, float, float]:
-    """:math:`\bar\\mu` on the tube of radius ``ebar`` around the step's polynomial, then Gronwall; ``ebar``
-    is raised until the radius stays below it. Returns ``(radius at the end, mu, ebar)`` (Euclidean)."""
-    ebar = 4.0 * (e0 + st.defect_int + st.jump) * math.exp(max(mu_prev, 0.0) * st.h) + 1e-300
+def _pieces(steps: list[_Step]) -> list[tuple[float, np.ndarray, float]]:
+    return [(st.s, st.coeffs, st.h) for st in steps]
+
+
+def _collect(mdl: Model, s: float, q: np.ndarray, s_end: float, opts: TubeOptions, span: float,
+             pending: list[_Step], deadline: float | None) -> list[_Step]:
+    """The steps of one segment from ``(s, q)``, up to a flow time ``span``: first those ``pending`` (computed
+    before, they start at ``(s, q)``), then new ones; a step that would overshoot ``span`` by more than half is
+    left in ``pending`` for the next segment."""
+    steps: list[_Step] = []
+    t, qq = s, q
+    while t < s_end and t - s < span:
+        st = pending.pop(0) if pending else _take_step(mdl, t, qq, opts, s_end - t)
+        if steps and st.s + st.h - s > 1.5 * span:
+            pending.insert(0, st)
+            break
+        steps.append(st)
+        t, qq = t + st.h, st.end
+        if deadline is not None and time.perf_counter() >= deadline:
+            break
+    return steps
+
+
+def _prove_or_split(mdl: Model, steps: list[_Step], pending: list[_Step], e0: float, mu_prev: float, cheap: Any,
+                    opts: TubeOptions) -> tuple[list[_Step], list[float], float, str]:
+    """:func:`_prove_segment`; where the Taylor model of the segment is too wide (a softmax normaliser not enclosed
+    away from 0), the segment is halved (its second half back to ``pending``), a single step retaken at half its
+    length."""
+    while True:
+        try:
+            radii, mu, how = _prove_segment(mdl, steps, e0, mu_prev, cheap, opts)
+            return steps, radii, mu, how
+        except DomainError:
+            if len(steps) > 1:
+                half = len(steps) // 2
+                pending[:0] = steps[half:]
+                steps = steps[:half]
+                continue
+            st = steps[0]
+            if st.h < 1e-9:
+                raise
+            pending.clear()  # the steps after this one started at its end
+            steps = [_take_step(mdl, st.s, st.coeffs[0], opts, st.h / 2.0)]
+
+
+def _segment_mu(mdl: Model, steps: list[_Step], ebar: float, cheap: Any, opts: TubeOptions) -> tuple[float, str]:
+    r""":math:`\bar\mu` on the tube of radius ``ebar`` around the segment: the cheap bound
+    :math:`|u|\,M_2` (``cheap(centre, radius)`` returns :math:`M_2` on the particle-metric ball) when it costs
+    little growth over the segment, else the Taylor-model bound on the residual part of the Hessian (the
+    smaller of the two)."""
+    a, b, r, w = line_of_path(_pieces(steps), ebar)
+    mu_c = math.inf
+    if cheap is not None:
+        sq = math.sqrt(mdl.heads)
+        reach = float(_up(np.array(np.linalg.norm(b) * w + np.linalg.norm(r)), a.size)) / sq * (1.0 + 4.0 * U)
+        try:
+            u_up = math.sqrt(2.0 * loss_bounds(mdl, a, _up(np.abs(b) * w + r), floor=False)[1])
+            mu_c = float(_up(np.array(u_up * cheap(a, reach))))
+        except DomainError:  # the box is too wide for the ball forward pass: no cheap bound here
+            mu_c = math.inf
+    if mu_c * 2.0 * w <= opts.cheap:
+        return mu_c, "cheap"
+    return min(mu_c, field_mu_line(mdl, a, b, r, w, full=False)), "taylor-model"
+
+
+def _prove_segment(mdl: Model, steps: list[_Step], e0: float, mu_prev: float, cheap: Any,
+                   opts: TubeOptions) -> tuple[list[float], float, str]:
+    r""":math:`\bar\mu` on the segment's tube, then Gronwall; the tube radius ``ebar`` assumed for
+    :math:`\bar\mu` is raised until the radius stays below it."""
+    span = steps[-1].s + steps[-1].h - steps[0].s
+    ebar = 4.0 * (e0 + sum(st.defect_int + st.jump for st in steps)) * math.exp(max(mu_prev, 0.0) * span) + 1e-300
     for _ in range(6):
-        mu = field_mu_path(mdl, st.coeffs, st.h, ebar)
-        radii, top = _gronwall([st], e0, mu)
+        mu, how = _segment_mu(mdl, steps, ebar, cheap, opts)
+        radii, top = _gronwall(steps, e0, mu)
         if top <= ebar:
-            return radii[0], mu, ebar
+            return radii, mu, how
         ebar = 4.0 * top
-    raise DomainError("the tube's radius could not be bounded on a step (the bootstrap failed)")
+    raise DomainError("the tube's radius could not be bounded on a segment (the bootstrap failed)")
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a tube starts: time, state, proved radius (Euclidean) there, and the last segment's mu."""
+
+    s: float
+    q: np.ndarray
+    e: float = 0.0
+    mu: float = 0.0
 
 
 def enclose(mdl: Model, theta0: np.ndarray, s_end: float, *, options: TubeOptions | None = None,
-            deadline: float | None = None, progress: Any = None) -> Enclosure:
+            deadline: float | None = None, progress: Any = None, cheap: Any = None,
+            start: Start | None = None) -> Enclosure:
     r"""The tube of the true flow :math:`\dot\theta = -H\nabla\mathcal L` from ``theta0`` on ``[0, s_end]``.
 
-    Stops early (``complete=False``, the reason in ``message``) at ``deadline`` (``time.perf_counter``).
+    ``start`` continues an earlier tube (its last node) instead of starting at ``theta0``. ``cheap(centre,
+    radius)``: an upper bound of :math:`\sup\|D^2z\|_\rho` on a ball (for the cheap :math:`\bar\mu`). Stops
+    early (``complete=False``, the reason in ``message``) at ``deadline`` (``time.perf_counter``).
     """
     opts = options or TubeOptions()
     started = time.perf_counter()
     sq = math.sqrt(mdl.heads)
-    s, q, e = 0.0, np.asarray(theta0, dtype=np.float64).copy(), 0.0
-    S, R, MU, DF, LU, ST = [0.0], [0.0], [], [], [loss_bounds(mdl, q)[1]], [q.copy()]
-    message, mu_prev = "", 0.0
+    st0 = start or Start(0.0, np.asarray(theta0, dtype=np.float64).copy())
+    s, q, e, mu_prev = st0.s, st0.q, st0.e, st0.mu
+    S, R, MU, DF, LU, ST, HOW = [s], [e / sq], [], [], [loss_bounds(mdl, q, np.full(q.size, e))[1]], [q.copy()], []
+    message, span, cost = "", opts.segment, 0.0
+    pending: list[_Step] = []
     while s < s_end:
-        if deadline is not None and time.perf_counter() >= deadline:
+        if deadline is not None and time.perf_counter() + cost >= deadline:  # the next segment would not fit
             message = f"the time budget was spent at s = {s:.4g}"
             break
-        st = _take_step(mdl, s, q, opts, s_end - s)
-        e, mu_prev, _ = _prove_step(mdl, st, e, mu_prev)
-        s, q = st.s + st.h, st.end
-        S.append(s)
-        R.append(float(e / sq * (1.0 + 4.0 * U)))
-        MU.append(mu_prev)
-        DF.append(st.defect_int)
-        LU.append(loss_bounds(mdl, q, np.full(q.size, e))[1])
-        ST.append(q.copy())
+        t_seg = time.perf_counter()
+        steps = _collect(mdl, s, q, s_end, opts, span, pending, deadline)
+        steps, radii, mu_prev, how = _prove_or_split(mdl, steps, pending, e, mu_prev, cheap, opts)
+        done = steps[-1].s + steps[-1].h - steps[0].s
+        grew = max(mu_prev, 0.0) * done
+        # the next segment's length: about opts.growth of growth each (mu decays along the run: they lengthen)
+        span = done * min(2.0, max(0.5, opts.growth / grew)) if grew > 0 else 2.0 * done
+        for st, r in zip(steps, radii, strict=True):
+            s, q, e = st.s + st.h, st.end, r
+            S.append(s)
+            R.append(float(r / sq * (1.0 + 4.0 * U)))
+            MU.append(mu_prev)
+            DF.append(st.defect_int)
+            HOW.append(how)
+            LU.append(loss_bounds(mdl, q, np.full(q.size, e))[1])
+            ST.append(q.copy())
+        cost = time.perf_counter() - t_seg
         if progress is not None:
             progress(s, e)
     complete = s >= s_end
     return Enclosure(tuple(S), tuple(R), tuple(MU), tuple(DF), tuple(LU), complete,
-                     message or "reached the requested time", time.perf_counter() - started, tuple(ST))
+                     message or "reached the requested time", time.perf_counter() - started, tuple(ST),
+                     tuple(HOW), mu_prev)
