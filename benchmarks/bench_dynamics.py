@@ -227,10 +227,101 @@ def limits() -> None:
     print("(ratio: default size against the small size of the same experiment, timed in this run; 5 seeds each)")
 
 
+ISSUE31 = """
+``--issue31`` (issue 31): convergence of the training run itself, each case in its own process:
+the README example at --eps 0.1 and 1 (--time 80), and the random d = 8 (16 heads) and d = 64
+(4 heads) models of ``_convergence_cases.py`` at eps 0.1 (--time 200): the hand-off (time, loss,
+rate), the tube from FixUp (its radius, the room, int mu, int |delta|, what limits) and the wall
+and CPU seconds of the whole command (``ntkcheck flow --max-seconds 900``).
+"""
+
+
+def _issue31_case(name: str) -> None:
+    import resource
+
+    from _convergence_cases import random_cases, readme_case
+
+    if name.startswith("README"):
+        eps = float(name.split()[-1])
+        _, samples, params, _ = readme_case(eps)
+        heads, time_end = 16, 80.0
+    else:
+        d = int(name.split("=")[1])
+        _, samples, params, _ = [c for c in random_cases() if f"d={d}," in c[0]][0]
+        eps, heads, time_end = 0.1, params.heads, 200.0
+    from ntkcheck import _budget
+
+    t0 = time.perf_counter()
+    with _budget.scope(_budget.Budget(900.0)):
+        res = local_convergence(samples, params=params, heads=heads, layers=4, eps=eps, loss="readout",
+                                n_records=21, time_end=time_end, track_ntk=1, search_evaluations=0)
+    wall = time.perf_counter() - t0
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    ho, fx = res.handoff, res.from_fixup
+    line = f"{name:18s} wall {wall:6.0f}s cpu {ru.ru_utime + ru.ru_stime:6.0f}s  "
+    if res.certificate is not None and res.certificate.certified:
+        print(line + "certified at FixUp (no hand-off needed)")
+        return
+    if ho is None or not ho.found:
+        print(line + f"no hand-off: {ho.message if ho else 'none'}")
+        return
+    c = ho.certificate
+    line += f"hand-off s_k {ho.s:6.1f} Loss {c.loss_centre:.1e} rate {c.rate:.3g}; "
+    if fx is None:
+        print(line + "no tube")
+        return
+    print(line + f"from FixUp: {'PROVED' if fx.certified else 'not proved (' + fx.limiting + ')'}: e {fx.radius:.2e}, "
+          f"room {fx.room:.2e}, int mu {fx.growth:.2f}, int |delta| {fx.defect:.1e}, tube {fx.tube.seconds:.0f}s")
+
+
+def issue31_handoff() -> None:
+    """The hand-off alone (no tube) on the README example at each ``--eps``: where the run converges, whether a
+    hand-off is found, when, and its proved rate (``--time 200``, 41 records)."""
+    from _convergence_cases import readme_case
+
+    print("hand-off alone (issue 31 item 2), README example, --time 200, 41 records:")
+    for eps in (0.01, 0.1, 0.3, 1.0, 2.0, 4.0):
+        _, samples, params, _ = readme_case(eps)
+        t0 = time.perf_counter()
+        res = local_convergence(samples, params=params, heads=16, layers=4, eps=eps, loss="readout", n_records=41,
+                                time_end=200.0, track_ntk=1, search_evaluations=0, tube=False)
+        wall = time.perf_counter() - t0
+        ho = res.handoff
+        head = f"eps {eps:5g}: Loss {res.loss_initial:.1e} -> {res.loss_final:.1e} ({wall:4.0f} s); "
+        if res.certificate is not None and res.certificate.certified:
+            print(head + "certified at FixUp")
+        elif ho is not None and ho.found:
+            c = ho.certificate
+            print(head + f"hand-off at s_k = {ho.s:.4g} (Loss {c.loss_centre:.1e}, rate {c.rate:.3g}, "
+                  f"run obeys: {ho.holds_on_run})")
+        else:
+            print(head + f"no hand-off: {ho.message if ho else 'none'}")
+
+
+def issue31() -> None:
+    """Rows of issue 31 (``ISSUE31``): each case in a fresh interpreter."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    print(ISSUE31)
+    here = Path(__file__).resolve().parent
+    for name in ("README --eps 0.1", "README --eps 1", "random d=8", "random d=64"):
+        out = subprocess.run([sys.executable, str(here / "bench_dynamics.py"), "--issue31-case", name],
+                             capture_output=True, text=True, cwd=here, timeout=3600)
+        print(out.stdout.strip() or out.stderr.strip().splitlines()[-1])
+
+
 if __name__ == "__main__":
     import sys
 
-    if "--issue11" in sys.argv:
+    if "--issue31-handoff" in sys.argv:
+        issue31_handoff()
+    elif "--issue31-case" in sys.argv:
+        _issue31_case(sys.argv[sys.argv.index("--issue31-case") + 1])
+    elif "--issue31" in sys.argv:
+        issue31()
+    elif "--issue11" in sys.argv:
         sys.argv.remove("--issue11")
         issue11()
     elif "--limits" in sys.argv:

@@ -91,6 +91,9 @@ def register(subparsers: Any) -> None:
                    "the plateau runs on {0,u}, {0,v}, {0,u,v,u+v}")
     p.add_argument("--mix", type=float, default=None,
                    help="plateau: weight of the range part of the residual, in [0, 1) (default 0.5)")
+    p.add_argument("--certificate-out", metavar="FILE.json", default=None,
+                   help="write the certified convergence statement (the certificate centred at the hand-off or at the "
+                   "tube's state, with its inputs) to FILE.json, re-checked by `python -m ntkcheck.verify FILE.json`")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/flow/1)")
     p.add_argument("--plot", metavar="FILE.png", type=plot_path, default=None,
                    help="plot loss, lambda_min and displacement to this file (.png, .pdf, .svg, ...; .png is added "
@@ -101,7 +104,7 @@ def register(subparsers: Any) -> None:
 
 #: options that only one experiment reads (with their defaults), and those that --step replaces
 _ONLY = {"local": {"loss": "readout", "ntk_records": 2, "method": "auto", "step": None, "per_layer": False,
-                   "target_loss": None},
+                   "target_loss": None, "certificate_out": None},
          "plateau": {"mix": 0.5}}
 _INTEGRATOR = {"method": "auto", "rtol": 1e-7, "atol": 1e-12}
 
@@ -192,9 +195,15 @@ def run(args: argparse.Namespace) -> int:
                    "--experiment plateau to follow the part of the residual in the kernel."]), file=sys.stderr)
     if args.plot:
         _plot(res, args.plot)
+    if args.certificate_out:
+        from ..certificate_files import write_certificate
+        from ..convergence.certificate_record import flow_certificate_record
+
+        write_certificate(args.certificate_out, flow_certificate_record(res, samples, source=args.path))
     code = _exit_code(res)
     if args.json:
         out = res.to_dict()
+        out["certificate_out"] = args.certificate_out
         out["data"] = source
         out["plot"] = args.plot
         out["experiment"] = "local"
@@ -227,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
         _print_handoff(res)
         if args.plot:
             print(f"plot: {args.plot}")
+        if args.certificate_out:
+            print(f"certificate: written to {args.certificate_out} (python -m ntkcheck.verify {args.certificate_out})")
     return code
 
 
@@ -254,7 +265,7 @@ def _print_handoff(res: Any) -> None:
     t = fx.tube
     tail = (f"; tube: {len(t.s) - 1} steps to s = {t.s[-1]:.4g} in {t.seconds:.1f} s, integral of mu {fx.growth:.3g}, "
             f"of the defect {fx.defect:.2g}, radius {fx.radius:.3g}, room {fx.room:.3g}") if t is not None else ""
-    print(fit([f"from FixUp: {'PROVED' if fx.certified else 'not proved'}: {fx.message}{tail}"]))
+    print(fit([f"from FixUp: {fx.message}{tail}"]))
 
 
 @contextlib.contextmanager
@@ -446,7 +457,9 @@ def _figure(res: Any) -> Any:
     import numpy as np
 
     s = np.array(res.flow.s)
-    fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
+    fx = getattr(res, "from_fixup", None)
+    tube = fx.tube if fx is not None else None
+    fig, ax = plt.subplots(1, 4 if tube is not None else 3, figsize=(17 if tube is not None else 13, 3.8))
     ax[0].semilogy(s, res.flow.loss, "o-", ms=3, label="measured loss")
     ax[0].semilogy(s, res.loss_initial * np.exp(-res.lambda_0 * s), "--", label=r"$e^{-\lambda_0 s}L(0)$ (eq. 31)")
     ax[0].semilogy(s, res.loss_initial * np.exp(-2 * res.lambda_0 * s), ":", label=r"$e^{-2\lambda_0 s}L(0)$ (linearised)")
@@ -454,6 +467,7 @@ def _figure(res: Any) -> Any:
     if cert is not None and cert.certified:
         ax[0].semilogy(s, res.loss_initial * np.exp(-cert.rate_guaranteed * s), "-", c="k", lw=1,
                        label=f"guaranteed $e^{{-{cert.rate_guaranteed:.3g} s}}L(0)$ (certified)")
+    _draw_handoff(ax[0], res, s)
     floor = getattr(res, "loss_floor_run", 0.0)
     if floor > 0 and min(res.flow.loss) < 100 * floor:
         ax[0].axhline(floor, ls="-.", c="gray", lw=0.8, label="the run's floor (rounding, integration)")
@@ -478,5 +492,32 @@ def _figure(res: Any) -> Any:
     ax[2].set_xlabel("flow time s")
     ax[2].set_ylabel(r"$W_2(\rho_s, \rho_0)$")
     ax[2].legend()
+    if tube is not None:
+        ax[3].semilogy(tube.s[1:], tube.radius[1:], "-", c="k", label="tube radius e(s) (proved)")
+        if fx.room > 0:
+            ax[3].axhline(fx.room, ls="--", c="g", label="room the certificate leaves")
+        ax[3].set_title("tube of the true flow from FixUp")
+        ax[3].set_xlabel("flow time s")
+        ax[3].set_ylabel("distance to the computed path")
+        ax[3].legend()
     fig.tight_layout()
     return fig
+
+
+def _draw_handoff(ax: Any, res: Any, s: Any) -> None:
+    """On the loss panel: the hand-off time, the guaranteed envelope after it, and the tube's proved bound of the
+    true flow's loss before it."""
+    import numpy as np
+
+    ho = getattr(res, "handoff", None)
+    if ho is None or not ho.found:
+        return
+    c = ho.certificate
+    after = s[s >= ho.s]
+    ax.axvline(ho.s, ls=":", c="purple", lw=1, label=f"hand-off s_k = {ho.s:.3g}")
+    ax.semilogy(after, c.start_loss * np.exp(-c.rate * (after - ho.s)), "-", c="purple", lw=1,
+                label=f"guaranteed after s_k: $e^{{-{c.rate:.3g}(s - s_k)}}$ (certified)")
+    fx = getattr(res, "from_fixup", None)
+    if fx is not None and fx.tube is not None:
+        ax.semilogy(fx.tube.s, fx.tube.loss_upper, "-", c="k", lw=1.5, alpha=0.6,
+                    label="true flow's loss, proved upper bound (tube)")

@@ -72,6 +72,9 @@ class CentredCertificate:
     step : ``None`` (gradient flow) or the step of gradient descent
     smoothness : gradient descent: :math:`\ell`, and ``step * smoothness < 2`` is required
     method : ``"ball, propagated"`` or ``"ball, fixup-structure"`` (how :math:`M_2` was bounded)
+    sigma_star, sigma_up, beta_start, u_start : :math:`\sigma_*`, :math:`\sigma^*`, :math:`\beta(e)`, :math:`u_s`
+        (the numbers of the inequality chain, for the verifier)
+    grid : the radii of the upper sum of :math:`\beta`, up to ``radius``
     """
 
     certified: bool
@@ -91,6 +94,11 @@ class CentredCertificate:
     step: float | None = None
     smoothness: float = float("nan")
     method: str = "ball, propagated"
+    sigma_star: float = float("nan")
+    sigma_up: float = float("nan")
+    beta_start: float = float("nan")
+    u_start: float = float("nan")
+    grid: tuple[float, ...] = ()
 
     @property
     def message(self) -> str:
@@ -107,12 +115,13 @@ class CentredCertificate:
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
+        out["grid"] = list(self.grid)
         out["message"] = self.message
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CentredCertificate:
-        return restore(cls, d)
+        return restore(cls, d, grid=tuple)
 
 
 @dataclass(frozen=True)
@@ -161,8 +170,11 @@ def centred_certificate(samples: Any, params: Any, mdl: Model, *, layers: int, T
     step instead of the flow.
     """
     theta = params.flat()
-    loss_c = loss_bounds(mdl, theta, floor=False)[1]
+    # recorded with a margin of 1e-9 relative so that an independent re-derivation in a looser arithmetic (the
+    # verifier's intervals) still confirms them; the theorem only needs bounds
+    loss_c = loss_bounds(mdl, theta, floor=False)[1] * (1.0 + 1e-9)
     nb = ntk_bounds(mdl, theta)
+    nb = type(nb)(nb.lower * (1.0 - 1e-9), nb.upper * (1.0 + 1e-9), nb.lambda_min_float, nb.lambda_max_float, nb.rows)
     e = float(start_radius)
     nan = float("nan")
     if not nb.lower > 0:
@@ -173,15 +185,16 @@ def centred_certificate(samples: Any, params: Any, mdl: Model, *, layers: int, T
     rad, method = _radii(samples, params, int(layers), float(T), loss, sig, nb.upper)
     be, _ = _beta_at(rad, e)
     us = (math.sqrt(2.0 * loss_c) + (sig_hi + be) * e) * _INFLATE
-    low = sig - rad.beta
+    # every number below is rounded to the safe side (1e-14 relative): the verifier re-checks the chain exactly
+    low = (sig - rad.beta) * (1.0 - 1e-14)
     c = np.ones_like(rad.r)
-    ell = (sig_hi + rad.beta) ** 2 + us * rad.M2
+    ell = ((sig_hi + rad.beta) ** 2 + us * rad.M2) * (1.0 + 1e-14)
     if step is not None:
-        c = 1.0 - step * ell / 2.0
-    ok = np.nonzero((low > 0) & (c > 0) & (low * c * (rad.r - e) >= us))[0]
+        c = (1.0 - step * ell / 2.0) * (1.0 - 1e-14)
+    ok = np.nonzero((low > 0) & (c > 0) & (low * c * (rad.r - e) >= us * (1.0 + 1e-12)))[0]
     g = np.where(low > 0, low * rad.r, 0.0)
     threshold = float(np.max(g)) ** 2 / 2.0 / _INFLATE
-    start_loss = us * us / 2.0
+    start_loss = us * us / 2.0 * (1.0 + 1e-14)
     excess = start_loss / threshold if threshold > 0 else math.inf
     k = int(ok[0]) if ok.size else int(np.argmax(g))
     certified = bool(ok.size)
@@ -194,4 +207,5 @@ def centred_certificate(samples: Any, params: Any, mdl: Model, *, layers: int, T
     W = e + us / (float(c[k]) * sl) * _INFLATE if sl > 0 and c[k] > 0 else math.inf
     return CentredCertificate(certified, loss_c, e, start_loss, nb.lower, nb.upper, float(rad.r[k]),
                               float(rad.beta[k]), float(rad.M2[k]), sl, rate if certified else nan, W, threshold,
-                              excess, step, float(ell[k]) if step is not None else nan, method)
+                              excess, step, float(ell[k]) if step is not None else nan, method, sig, sig_hi, be, us,
+                              tuple(float(x) for x in rad.r[: k + 1]))

@@ -126,7 +126,7 @@ def from_fixup(samples: Any, params: Any, mdl: Model, *, layers: int, T: float, 
     ok = bool(cert is not None and cert.certified and whole.complete)
     if ok:
         assert cert is not None
-        msg = (f"from FixUp: the true flow is within {e_rho:.3g} of the tube's state at s_k = {s_k:.4g} (proved), and "
+        msg = (f"PROVED: the true flow is within {e_rho:.3g} of the tube's state at s_k = {s_k:.4g} (proved), and "
                f"every start that close converges: Loss(s) <= exp(-{cert.rate:.4g} (s - s_k)) {cert.start_loss:.3e}, "
                f"displacement from that state <= {cert.displacement_bound:.3g}; the gradient flow from this "
                "initialisation converges to zero loss")

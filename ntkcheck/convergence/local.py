@@ -337,11 +337,9 @@ def _hand_over(samples: Any, params: AttentionParams, mdl: Any, flow: FlowResult
         return ho, None
     from .from_fixup import from_fixup
 
-    seconds = left()
-    if seconds is not None and seconds <= 1.0:
-        return ho, None
+    # run even when the budget is spent: the tube then stops at once and the report says the budget stopped it
     return ho, from_fixup(samples, params, mdl, layers=layers, T=T, loss=loss, s_target=ho.s,
-                          s_max=max(float(flow.s[-1]), 2.0 * ho.s), seconds=seconds, progress=tube_progress)
+                          s_max=max(float(flow.s[-1]), 2.0 * ho.s), seconds=left(), progress=tube_progress)
 
 
 #: a run of the flow is held against its theorems only at tolerances this tight or tighter (its error is then

@@ -37,6 +37,7 @@ import numpy as np
 
 from ._cgf import _dependent, _independent
 from ._common import Refuted, Unchecked, _arrays, _heads, _laws, digest
+from ._convergence import _convergence
 from ._gram import _gram, _gram_equal_scores, _gram_singular
 from ._matrix import _matrix
 
@@ -67,6 +68,8 @@ def _check(claim: dict[str, Any], laws: list[dict[str, Any]], inputs: dict[str, 
         return _gram_equal_scores(sub, claim, _heads(inputs, arrays)[0])
     if kind.startswith("matrix-"):
         return _matrix(inputs, arrays, claim)
+    if kind.startswith("convergence-"):
+        return _convergence(sub, inputs, arrays, claim)
     raise Unchecked(claim.get("reason") or f"nothing to verify ({kind}, {claim.get('verdict')})")
 
 

@@ -127,6 +127,9 @@ def _step_size(c: np.ndarray, tol: float) -> float:
     return 0.9 * min(hs) if hs else 1.0
 
 
+#: the Taylor-model bound of mu holds three P x P arrays: beyond this many bytes only the cheap bound is used
+HESSIAN_BYTES = 1 << 30
+
 #: node times are multiples of this power of two, so that ``s + h`` is exact below ``2^21``
 GRID = 2.0**-32
 
@@ -272,8 +275,8 @@ def _segment_mu(mdl: Model, steps: list[_Step], ebar: float, cheap: Any, opts: T
             mu_c = float(_up(np.array(u_up * cheap(a, reach))))
         except DomainError:  # the box is too wide for the ball forward pass: no cheap bound here
             mu_c = math.inf
-    if mu_c * 2.0 * w <= opts.cheap:
-        return mu_c, "cheap"
+    if mu_c * 2.0 * w <= opts.cheap or a.size * a.size * 24 > HESSIAN_BYTES:
+        return mu_c, "cheap"  # cheap enough, or the Hessian (three P x P arrays) does not fit
     return min(mu_c, field_mu_line(mdl, a, b, r, w, full=False)), "taylor-model"
 
 
