@@ -32,11 +32,9 @@ from ._common import Refuted, Unchecked, _q, _vector, short
 from ._independence import direction
 from ._series import dot, quad
 
-#: pairs of terms one product of exponential polynomials may combine, and all products together
-MAX_PAIRS = 2_000_000
-MAX_TOTAL_PAIRS = 10_000_000
-#: bits the exact coefficients of an expansion may reach (sum of |k_i| times a mass's bits)
-MAX_COEFF_BITS = 4_000_000
+#: work an expansion may cost, in machine words: each product of two exponential polynomials costs
+#: (term pairs) x (words of the larger coefficients); about a second of Python here
+MAX_WORDS = 5_000_000
 
 
 class _TooLarge(Exception):
@@ -77,24 +75,25 @@ def _exp_poly(law: dict[str, Any], w: list[Fraction] | None) -> tuple[dict[Any, 
 
 
 class _Expander:
-    """Products of exponential polynomials under a budget of term pairs."""
+    """Products of exponential polynomials with integer coefficients and integer frequencies, under
+    a budget of machine words (:data:`MAX_WORDS`) checked before each product is formed."""
 
     def __init__(self) -> None:
         self.spent = 0
 
-    def mul(self, A: dict[Any, Fraction], B: dict[Any, Fraction]) -> dict[Any, Fraction]:
-        pairs = len(A) * len(B)
-        self.spent += pairs
-        if pairs > MAX_PAIRS or self.spent > MAX_TOTAL_PAIRS:
+    def mul(self, A: dict[tuple[int, ...], int], B: dict[tuple[int, ...], int]) -> dict[tuple[int, ...], int]:
+        words = 1 + (max(abs(v) for v in A.values()).bit_length() + max(abs(v) for v in B.values()).bit_length()) // 64
+        self.spent += len(A) * len(B) * words
+        if self.spent > MAX_WORDS:
             raise _TooLarge
-        out: dict[Any, Fraction] = {}
+        out: dict[tuple[int, ...], int] = {}
         for a, x in A.items():
             for b, y in B.items():
                 key = tuple(p + q for p, q in zip(a, b))
-                out[key] = out.get(key, Fraction(0)) + x * y
-        return {k: v for k, v in out.items() if v != 0}
+                out[key] = out.get(key, 0) + x * y
+        return {k: v for k, v in out.items() if v}
 
-    def power(self, P: dict[Any, Fraction], k: int, one: dict[Any, Fraction]) -> dict[Any, Fraction]:
+    def power(self, P: dict[tuple[int, ...], int], k: int, one: dict[tuple[int, ...], int]) -> dict[tuple[int, ...], int]:
         out, base = one, P
         while k:
             if k & 1:
@@ -113,14 +112,17 @@ def _integer_exponents(c: list[Fraction], alpha: list[Fraction]) -> tuple[list[i
     return [v // g for v in k], [a * L / g for a in alpha]
 
 
-def product_identity(laws: list[dict[str, Any]], c: list[Fraction], alpha: list[Fraction],
-                     w: list[Fraction] | None) -> None:
-    """Re-expand the product identity exactly (refuted when the two sides differ)."""
-    k, target = _integer_exponents(c, alpha)
-    dim = 1 if w is not None else len(alpha)
-    zero = (Fraction(0),) * dim
-    left: list[tuple[dict[Any, Fraction], int]] = []
-    right: list[tuple[dict[Any, Fraction], int]] = []
+def _integer_form(P: dict[Any, Fraction], D: int) -> tuple[dict[tuple[int, ...], int], int]:
+    """``P = (1/M) sum_a n_a exp(<f_a / D, .>)`` as integer frequencies ``f_a`` and numerators ``n_a``, and ``M``."""
+    M = lcm(*(m.denominator for m in P.values()))
+    return {tuple(int(f * D) for f in key): int(m * M) for key, m in P.items()}, M
+
+
+def _sides(laws: list[dict[str, Any]], k: list[int], target: list[Fraction],
+           w: list[Fraction] | None) -> tuple[list[tuple[dict[Any, Fraction], int]], list[Any], list[Fraction]]:
+    """The exponential polynomials raised to ``|k_i|`` (``+`` left, ``-`` right), one-exponential laws
+    moved into ``target``, and the quadratic (Gaussian) parts, which must cancel."""
+    sides: list[tuple[dict[Any, Fraction], int]] = []
     quad_sum: list[Fraction] = []
     for ki, law in zip(k, laws):
         if not ki:
@@ -130,26 +132,39 @@ def product_identity(laws: list[dict[str, Any]], c: list[Fraction], alpha: list[
         if len(P) == 1 and next(iter(P.values())) == 1:  # one exponential: a linear term
             target = [t - ki * x for t, x in zip(target, next(iter(P)), strict=True)]
         else:
-            (left if ki > 0 else right).append((P, abs(ki)))
+            sides.append((P, ki))
+    return sides, quad_sum, target
+
+
+def product_identity(laws: list[dict[str, Any]], c: list[Fraction], alpha: list[Fraction],
+                     w: list[Fraction] | None) -> None:
+    """Re-expand the product identity exactly, in integers (refuted when the two sides differ):
+    ``prod_{k_i > 0} (N_i / M_i)^{k_i} = z^t prod_{k_i < 0} (N_i / M_i)^{-k_i}`` with ``N_i`` integer
+    exponential polynomials, compared as ``(prod_- M^|k|) prod_+ N^k = (prod_+ M^k) z^t prod_- N^|k|``."""
+    k, target = _integer_exponents(c, alpha)
+    sides, quad_sum, target = _sides(laws, k, target, w)
     if any(quad_sum):
         raise Refuted("the quadratic (Gaussian) parts do not cancel")
-    bits = sum(e * max(max(m.numerator.bit_length(), m.denominator.bit_length()) for m in P.values())
-               for P, e in left + right)
+    D = lcm(1, *(f.denominator for P, _ in sides for key in P for f in key), *(t.denominator for t in target))
+    zero = (0,) * len(target)
     try:
-        if bits > MAX_COEFF_BITS:
-            raise _TooLarge
         ex = _Expander()
-        lhs: dict[Any, Fraction] = {zero: Fraction(1)}
-        rhs: dict[Any, Fraction] = {tuple(target): Fraction(1)}
-        for P, e in left:
-            lhs = ex.mul(lhs, ex.power(P, e, {zero: Fraction(1)}))
-        for P, e in right:
-            rhs = ex.mul(rhs, ex.power(P, e, {zero: Fraction(1)}))
+        lhs, rhs = {zero: 1}, {tuple(int(t * D) for t in target): 1}
+        scale_l = scale_r = 1
+        for P, ki in sides:
+            N, M = _integer_form(P, D)
+            if (abs(ki) * M.bit_length()) // 64 > MAX_WORDS // 16:
+                raise _TooLarge
+            power = ex.power(N, abs(ki), {zero: 1})
+            if ki > 0:
+                lhs, scale_r = ex.mul(lhs, power), scale_r * M**ki
+            else:
+                rhs, scale_l = ex.mul(rhs, power), scale_l * M ** (-ki)
     except _TooLarge:
         refute_at_points(laws, c, alpha, w)
         raise Unchecked("expanding the identity exceeds this verifier's work bound (exponents "
                         f"{short([abs(v) for v in k])}), and its values at two points do not refute it") from None
-    if lhs != rhs:
+    if set(lhs) != set(rhs) or any(lhs[f] * scale_l != rhs[f] * scale_r for f in lhs):
         raise Refuted("the exponential polynomials of the two sides differ")
 
 

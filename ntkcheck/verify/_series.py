@@ -24,6 +24,8 @@ from ._common import Unchecked
 
 #: the highest Taylor order re-derived here (each costs O(K^2) exact operations per law)
 MAX_ORDER = 256
+#: exact operations a block of coefficients may cost: sum over laws and directions of N_i K + K^2
+MAX_SERIES_WORK = 5_000_000
 
 
 def _log_series(g: list[Fraction], K: int) -> list[Fraction]:
@@ -82,5 +84,10 @@ def taylor(law: dict[str, Any], w: Sequence[Fraction], K: int) -> list[Fraction]
 def block(laws: list[dict[str, Any]], cols: list[tuple[int, int]], dirs: list[list[Fraction]]) -> list[list[Fraction]]:
     """The square block of exact coefficients: row ``i`` (law), column ``(j, k)`` = order ``k`` along ``dirs[j]``."""
     K = max(k for _, k in cols)
+    ndirs = len({j for j, _ in cols})
+    work = ndirs * sum(len(law.get("atoms") or [0]) * K + K * K for law in laws)
+    if work > MAX_SERIES_WORK:
+        raise Unchecked(f"the exact coefficients of this minor cost about {work:.3g} rational operations "
+                        f"(> {MAX_SERIES_WORK:.3g} re-derived here)")
     coef = {j: [taylor(law, dirs[j], K) for law in laws] for j in {j for j, _ in cols}}
     return [[coef[j][i][k] for j, k in cols] for i in range(len(laws))]

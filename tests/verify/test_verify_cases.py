@@ -271,14 +271,46 @@ def _inputs(rec, change):
     return rec
 
 
-@pytest.mark.parametrize("what", list(MALFORMED))
-def test_malformed_files_end_in_one_line(tmp_path, what):
+def _malformed(tmp_path: Path, what: str) -> Path:
     laws = [_law(A), _law(B)]
     base = json.loads(_write(tmp_path, {"laws": laws}, [_cgf("weak", "dependent", {
         "kind": "product-identity", "null_vector": ["1", "-1"], "alpha": ["-1", "0"], "beta": "0",
         "direction": None})]).read_text())
     (tmp_path / "m.json").write_text(json.dumps(MALFORMED[what](base)))
-    run = subprocess.run([sys.executable, "-m", "ntkcheck.verify", str(tmp_path / "m.json")], capture_output=True,
-                         text=True, timeout=120, check=False)
+    return tmp_path / "m.json"
+
+
+@pytest.mark.parametrize("what", list(MALFORMED))
+def test_malformed_files_end_in_one_line(tmp_path, capsys, what):
+    """``verify.main`` (the command's body): exit 2, nothing on stdout, one line on stderr. An
+    exception escaping it would be the traceback the command used to print."""
+    assert verify.main([str(_malformed(tmp_path, what))]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and len(out.err.strip().splitlines()) == 1 and "unreadable certificate" in out.err, out
+
+
+def test_the_command_on_a_malformed_file(tmp_path):
+    """``python -m ntkcheck.verify`` itself on one of them: one line, exit 2, no traceback."""
+    run = subprocess.run([sys.executable, "-m", "ntkcheck.verify", str(_malformed(tmp_path, "a top-level list"))],
+                         capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 2 and run.stdout == "" and len(run.stderr.strip().splitlines()) == 1, run
-    assert "Traceback" not in run.stderr and "unreadable certificate" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_beyond_the_work_bound_a_true_identity_is_unchecked(tmp_path, monkeypatch):
+    """The expansion's budget (``MAX_WORDS``) set to 1 word: a true identity (``{0, 1}`` and its
+    convolution square ``{0, 1, 2}``, ``c = (2, -1)``: sympy confirms it) is "unchecked", never
+    verified or refuted; a false one (``c = (3, -1)``) is refuted by its value at a point, in balls."""
+    identity = sys.modules["ntkcheck.verify._identity"]
+    monkeypatch.setattr(identity, "MAX_WORDS", 1)
+    one = {"kind": "empirical", "atoms": {"shape": [2, 1], "data": [0.0, 1.0]}, "masses": ["1/2", "1/2"]}
+    two = {"kind": "empirical", "atoms": {"shape": [3, 1], "data": [0.0, 1.0, 2.0]}, "masses": ["1/4", "1/2", "1/4"]}
+    outcomes = {}
+    for c in (["2", "-1"], ["3", "-1"]):
+        cert = {"kind": "product-identity", "null_vector": c, "alpha": ["0"], "beta": "0", "direction": None}
+        code, out = _run(_write(tmp_path, {"laws": [one, two]}, [_cgf("weak", "dependent", cert)], f"{c[0]}.json"))
+        outcomes[c[0]] = (code, out[0][1])
+    assert outcomes == {"2": (3, "unchecked"), "3": (1, "refuted")}, outcomes
+    laws = oracle.laws_of({"inputs": {"laws": [one, two]}})
+    assert oracle.identity_holds(laws, [F(2), F(-1)], [F(0)], None)
+    assert not oracle.identity_holds(laws, [F(3), F(-1)], [F(0)], None)

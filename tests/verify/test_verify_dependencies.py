@@ -50,7 +50,7 @@ def _run_hidden(hidden: list[str], paths: list[Path]) -> tuple[dict[str, int], l
 
 def test_without_python_flint_every_file_is_verified(files):
     """With flint hidden, mpmath's intervals and pure-Python exact algebra re-check every file as
-    python-flint does (exit 0 for each of the 16 kinds), and flint is never loaded."""
+    python-flint does (exit 0 for each of the 18 kinds), and flint is never loaded."""
     with_flint = {name: verify.verify_file(p)[0] for name, p in files.items()}
     assert set(with_flint.values()) == {0}, with_flint
     codes, loaded = _run_hidden(["flint"], list(files.values()))
@@ -67,6 +67,6 @@ def test_without_flint_and_mpmath_nothing_is_refuted(files):
     assert loaded == []
     by_name = {name: codes[str(p)] for name, p in files.items()}
     assert 1 not in by_name.values(), by_name
-    balls = {n for n in by_name if n.startswith(("gram: lower", "screen")) or "ball bound" in n}
+    balls = {n for n in by_name if n.startswith(("gram: lower", "gram: bound", "screen")) or "ball bound" in n}
     assert {n for n, c in by_name.items() if c == 3} == balls, by_name
     assert all(c == 0 for n, c in by_name.items() if n not in balls), by_name

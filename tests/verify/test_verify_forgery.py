@@ -156,6 +156,8 @@ def input_mutations(rec: dict) -> list[tuple[str, dict]]:
                 n = len(law["masses"])
                 out.append((f"law {i}: masses moved", _reseal(rec, lambda x, i=i, n=n: x["laws"][i].update(
                     masses=[str(F(1, n) + F(1, 4 * n))] + [str(F(1, n) - F(1, 4 * n))] + [str(F(1, n))] * (n - 2)))))
+        elif law["kind"] == "empirical":
+            out.append((f"law {i}: an exact atom moved", _reseal(rec, lambda x, i=i: _bump(x["laws"][i]["atoms"], 0.125))))
         elif law["kind"] == "uniform-cube":
             out.append((f"law {i}: radius changed", _reseal(rec, lambda x, i=i: x["laws"][i].update(
                 radius=str(F(x["laws"][i]["radius"]) * F(3, 2))))))

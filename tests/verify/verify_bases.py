@@ -22,6 +22,7 @@ TR = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[1.0, 1.0], [2.0, 1.0]]),
 SHARED = [np.array([[0.0, 0.0], [1.0, 0.5]]), np.array([[0.5, -0.25], [-0.5, 1.0], [1.0, 0.25]]),
           np.array([[1.0, 0.5], [0.0, 0.0]]), np.array([[0.25, 0.5], [-0.75, -1.0]])]
 G2 = [Gaussian([0, 0], [[2, 0], [0, 1]]), Gaussian([0, 0], [[1, 0], [0, 2]])]
+TENTHS = [[[F(0)], [F(1, 10)]], [[F(1, 5)], [F(3, 10)]], [[F(0)], [F(1, 3)], [F(1)]]]
 Y = [np.array([[0.0, 0.0], [0.0, 1.0]]), np.array([[0.0, 0.0], [0.0, 2.0]])]
 
 
@@ -29,6 +30,14 @@ def _singular_heads() -> Heads:
     c = F(1, 3)
     Q = [[[c * k, -3 * c * k], [c * (k + 1), -3 * c * (k + 1)]] for k in range(1, 4)]
     return Heads(np.array(Q, dtype=object), np.array([[F(k, 7), F(-k, 5)] for k in range(1, 4)], dtype=object))
+
+
+def _thirds_heads(H: int, seed: int) -> Heads:
+    """Heads at multiples of 1/3 and 1/7 (not doubles: written as exact rationals)."""
+    rng = np.random.default_rng(seed)
+    Q = [[[F(int(v), 3) for v in row] for row in rng.integers(-4, 5, size=(2, 2))] for _ in range(H)]
+    b = [[F(int(v), 7) for v in rng.integers(-4, 5, size=2)] for _ in range(H)]
+    return Heads(np.array(Q, dtype=object), np.array(b, dtype=object))
 
 
 def bases() -> dict[str, dict]:
@@ -61,6 +70,9 @@ def bases() -> dict[str, dict]:
         "decide: Vandermonde": dec([UniformCube(1, 1), UniformCube(F(3, 2), 1)], "strong"),
         "gram: lower bound": cf.gram_certificate_record(nk.gram(X3, heads, certify=True), as_laws(X3), heads),
         "screen: Prop. 8 and the complement": cf.screen_certificate(nk.screen(SHARED, heads=heads), SHARED, heads),
+        "gram: bound on exact heads (carried over)": cf.gram_certificate_record(
+            nk.gram(X3, _thirds_heads(6, 3), certify=True), as_laws(X3), _thirds_heads(6, 3)),
+        "decide: translates at tenths (exact atoms)": dec(TENTHS),
         "gram: equal scores": cf.gram_certificate_record(nk.gram(sing, _singular_heads(), certify=True),
                                                          as_laws(sing), _singular_heads()),
         "certify: bound": mat(spd, 1e-12),
