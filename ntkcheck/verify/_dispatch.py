@@ -31,10 +31,10 @@ class Scope:
     restricted: bool
 
     def name(self, positions: list[int] | None = None) -> str:
-        """``all 7 samples``, or ``samples 0, 2, 3 (of 7; the claim is about these only)``."""
+        """``all 7 samples`` (``both samples``), or ``samples 0, 2, 3 (of 7; the claim is about these only)``."""
         idx = self.indices if positions is None else [self.indices[p] for p in positions]
         if not self.restricted and positions is None:
-            return f"all {self.total} samples" if self.total != 1 else "the one sample"
+            return {1: "the one sample", 2: "both samples"}.get(self.total, f"all {self.total} samples")
         only = "; the claim is about these only" if self.restricted else ""
         return f"samples {short(idx, 12)[1:-1]} (of {self.total}{only})"
 
