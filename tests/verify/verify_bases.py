@@ -40,9 +40,19 @@ def _thirds_heads(H: int, seed: int) -> Heads:
     return Heads(np.array(Q, dtype=object), np.array(b, dtype=object))
 
 
+def _product() -> list[np.ndarray]:
+    """Two generic samples and {0, u}, {0, v}, {0, u, v, u + v} (u + v rounded): a Gram whose
+    lambda_min (~1e-34) lies below float64's resolution, proved by the ball LDL^T."""
+    rng = np.random.default_rng(1)
+    u, v, z = rng.standard_normal(3), rng.standard_normal(3), np.zeros(3)
+    S = [rng.standard_normal((6, 3)) for _ in range(2)]
+    return S + [np.stack([z, u]), np.stack([z, v]), np.stack([z, u, v, u + v])]
+
+
 def bases() -> dict[str, dict]:
     """name -> the record the writer builds (not yet sealed)."""
     heads = nk.init_heads(6, 2, seed=0)
+    heads8 = nk.init_heads(8, 3, seed=0)
     rng = np.random.default_rng(0)
     J = rng.standard_normal((4, 6))
     spd = J @ J.T
@@ -73,6 +83,8 @@ def bases() -> dict[str, dict]:
         "gram: bound on exact heads (carried over)": cf.gram_certificate_record(
             nk.gram(X3, _thirds_heads(6, 3), certify=True), as_laws(X3), _thirds_heads(6, 3)),
         "decide: translates at tenths (exact atoms)": dec(TENTHS),
+        "gram: bound below float64 resolution (ball LDL^T)": cf.gram_certificate_record(
+            nk.gram(_product(), heads8, certify=True), as_laws(_product()), heads8),
         "gram: equal scores": cf.gram_certificate_record(nk.gram(sing, _singular_heads(), certify=True),
                                                          as_laws(sing), _singular_heads()),
         "certify: bound": mat(spd, 1e-12),

@@ -21,6 +21,7 @@ verifier accepted the claim).
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from math import comb, lcm
 from typing import Any
@@ -290,16 +291,27 @@ def _random_heads(d: int) -> tuple[np.ndarray, np.ndarray]:
     return to(Q), to(b)
 
 
+#: lambda_min of a Gram, by (the inputs' JSON, the samples, which heads): mutations of a file share them
+_CACHE: dict[tuple, mpmath.mpf] = {}
+
+
+def _lambda_min(rec: dict, laws: list[dict], T: list[int], other_heads: bool = False) -> mpmath.mpf:
+    key = (json.dumps(rec["inputs"], sort_keys=True), tuple(T), other_heads)
+    if key not in _CACHE:
+        Q, b = heads_of(rec)
+        _CACHE[key] = gram_lambda_min([laws[i] for i in T], *(_random_heads(Q.shape[1]) if other_heads else (Q, b)))
+    return _CACHE[key]
+
+
 def _gram(claim: dict, rec: dict, laws: list[dict], scope: list[int]) -> bool | None:
-    Q, b = heads_of(rec)
     if claim["kind"] == "gram-lower-bound":
-        lm, want = gram_lambda_min([laws[i] for i in scope], Q, b), float(claim["lower_bound"])
+        lm, want = _lambda_min(rec, laws, scope), float(claim["lower_bound"])
         return True if lm > want + 1e-45 else False if lm < want - 1e-45 else None
     if claim["kind"] == "gram-equal-scores":  # singular for these heads
-        lms = [gram_lambda_min([laws[int(claim["sample"])]], Q, b)]
+        lms = [_lambda_min(rec, laws, [int(claim["sample"])])]
     else:  # singular for every choice of heads: these, and another draw
-        sub = [laws[scope[i]] for i, v in enumerate(claim["c"]) if _fr(v) != 0]
-        lms = [gram_lambda_min(sub, Q, b), gram_lambda_min(sub, *_random_heads(Q.shape[1]))]
+        T = [scope[i] for i, v in enumerate(claim["c"]) if _fr(v) != 0]
+        lms = [_lambda_min(rec, laws, T), _lambda_min(rec, laws, T, other_heads=True)]
     return True if max(lms) < 1e-40 else False if max(lms) > 1e-30 else None
 
 
