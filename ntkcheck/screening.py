@@ -59,6 +59,7 @@ from ._report_text import (
 from ._text import WIDTH, fit
 from ._validate import within_time_budget
 from .cgf import Empirical, as_laws
+from .cgf.empirical import require_float_view
 from .errors import InputError
 from .independence.results import Decision, no_truth_value
 from .io.files import BUNDLED_DATA, bundled_path, load_samples
@@ -409,6 +410,7 @@ def screen(
         samples = load_samples(bundled_path())
         source = BUNDLED_DATA if source is None else source
     laws = as_laws(samples)
+    require_float_view(laws, "the screening's Gram")
     if not (isinstance(depth_T, (int, float)) and math.isfinite(depth_T) and depth_T > 0):
         raise InputError(f"depth_T: expected a positive number, got {depth_T!r}")
     min_relative_lambda = check_min_relative_lambda(min_relative_lambda)

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._text import fit
 from ..cgf import as_laws
+from ..cgf.empirical import require_float_view
 from ..errors import InputError
 from ..io.files import bundled_path, load_samples
 from ..ntk.certificate.useful_rate import DEFAULT_MIN_RELATIVE_LAMBDA
@@ -279,6 +280,7 @@ def run_gram(args: argparse.Namespace) -> int:
     _resolve_head_options(args)
     path, label = _path(args)
     laws = as_laws(load_samples(path))
+    require_float_view(laws, "ntkcheck gram")
     st = None if args.no_structure else dependence_structure(laws)
     search = search_heads(laws, _heads_for(args, laws), structure=st, q_scale=args.q_scale, b_scale=args.b_scale,
                           dist=args.dist, seed=args.seed, certify=not args.no_certify,
