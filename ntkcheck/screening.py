@@ -72,6 +72,7 @@ from .ntk.certificate.useful_rate import (
     slow_mode,
     useful_rate,
 )
+from .ntk.gram_matrix._sizes import check_gram_range
 from .ntk.gram_matrix.features import Heads, _atom_count
 from .ntk.gram_matrix.pipeline import GramResult, certify_result, gram
 from .ntk.heads import law as _head_law
@@ -411,6 +412,7 @@ def screen(
         source = BUNDLED_DATA if source is None else source
     laws = as_laws(samples)
     require_float_view(laws, "the screening's Gram")
+    check_gram_range(laws)  # before the dependence structure's moments overflow: no warning ahead of the refusal
     if not (isinstance(depth_T, (int, float)) and math.isfinite(depth_T) and depth_T > 0):
         raise InputError(f"depth_T: expected a positive number, got {depth_T!r}")
     min_relative_lambda = check_min_relative_lambda(min_relative_lambda)

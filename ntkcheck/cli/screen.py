@@ -21,6 +21,7 @@ from ..cgf.empirical import require_float_view
 from ..errors import InputError
 from ..io.files import bundled_path, load_samples
 from ..ntk.certificate.useful_rate import DEFAULT_MIN_RELATIVE_LAMBDA
+from ..ntk.gram_matrix._sizes import check_gram_range
 from ._args import (
     EXIT_INCONCLUSIVE,
     EXIT_NEGATIVE,
@@ -281,6 +282,7 @@ def run_gram(args: argparse.Namespace) -> int:
     path, label = _path(args)
     laws = as_laws(load_samples(path))
     require_float_view(laws, "ntkcheck gram")
+    check_gram_range(laws)  # before the dependence structure's moments overflow: no warning ahead of the refusal
     st = None if args.no_structure else dependence_structure(laws)
     search = search_heads(laws, _heads_for(args, laws), structure=st, q_scale=args.q_scale, b_scale=args.b_scale,
                           dist=args.dist, seed=args.seed, certify=not args.no_certify,
