@@ -352,10 +352,15 @@ def as_laws(samples: Any, weights: Sequence[Any] | None = None) -> list[Empirica
     return out
 
 
-def _short(v: Fraction) -> str:
-    """A rational in 6 significant digits (its exponent may be far outside float64)."""
-    with mp_dps(15):
-        return mpmath.nstr(mpmath.mpf(v.numerator) / v.denominator, 6)
+def _distinct_texts(a: tuple[Fraction, ...], b: tuple[Fraction, ...]) -> tuple[str, str]:
+    """Two distinct points in as few significant digits (6 to 40) as tell them apart (their exponents
+    may be far outside float64)."""
+    for digits in (6, 12, 20, 30, 40):
+        with mp_dps(digits + 10):
+            ta, tb = (", ".join(mpmath.nstr(mpmath.mpf(v.numerator) / v.denominator, digits) for v in p) for p in (a, b))
+        if ta != tb:
+            break
+    return ta, tb
 
 
 def require_float_view(laws: Sequence[Empirical], what: str) -> None:
@@ -381,12 +386,13 @@ def require_float_view(laws: Sequence[Empirical], what: str) -> None:
         b = next(k for k in range(law.n_atoms) if first[inverse[k]] != k)
         a = int(first[inverse[b]])
         ex = law.rational_atoms()
+        ta, tb = _distinct_texts(ex[a], ex[b])
         raise InputError(
-            f"sample {i}: atoms {a} and {b} are distinct ({', '.join(_short(v) for v in ex[a])} and "
-            f"{', '.join(_short(v) for v in ex[b])} exactly) but have the same nearest doubles "
+            f"sample {i}: atoms {a} and {b} are distinct ({ta} and {tb} exactly) but have the same nearest doubles "
             f"({', '.join(repr(float(v)) for v in law.atoms[a])}); {what} runs in float64, where their rows of the "
-            "Gram coincide and it is singular by this rounding, not by the data: rescale the tokens so that distinct "
-            "tokens stay distinct doubles (the CGF verdicts of `ntkcheck decide` are exact and need no rescaling)")
+            "Gram coincide and it is singular by this rounding, not by the data: give tokens whose nearest doubles "
+            "are distinct (rescaled or recentred; the CGF verdicts of `ntkcheck decide` are exact and take them as "
+            "they are)")
     with np.errstate(all="ignore"):
         scale = max(float(np.max(np.abs(law.atoms))) for law in laws)
         R = max(scale * float(np.max(np.linalg.norm(law.atoms / scale, axis=1))) for law in laws) if scale else 0.0
@@ -398,5 +404,5 @@ def require_float_view(laws: Sequence[Empirical], what: str) -> None:
         raise InputError(
             f"the largest token norm is {R:.3g} as a double, below {FLOAT_VIEW_MIN_NORM:.2g}: {what} runs in float64, "
             f"where the Gram's entries (at most the squared norm) leave no room above the smallest normal double for "
-            "its resolution; rescale the tokens (the CGF verdicts of `ntkcheck decide` are exact and need no "
-            "rescaling)")
+            "its resolution; rescale the tokens (the CGF verdicts of `ntkcheck decide` are exact and take them as "
+            "they are)")

@@ -35,6 +35,13 @@ The spectrum is found on the client as :func:`~ntkcheck.ntk.gram_matrix.pipeline
 (``eigvalsh`` up to ``M = 4096``, Cholesky + Lanczos above, the same status thresholds);
 the SVD fallback of ``gram`` (below relative ``1e-10``) needs ``F`` whole and is not run.
 
+Inputs given at values that are not doubles (``Fraction``, decimals, long doubles) are computed
+with their nearest doubles, as everywhere: the bound proved on the tiles is then carried over to
+the values given through the proved rounding radius ``E`` of the features,
+:math:`\lambda_{\min} \ge (\sqrt{\ell} - E)^2`, or refused when ``E`` eats it, exactly as the serial
+certificate does (:func:`ntkcheck.ntk.certificate.inputs.rounding_radius`); data whose doubles merge
+distinct atoms of a sample are refused (:func:`~ntkcheck.cgf.empirical.require_float_view`).
+
 With ``certify=True`` the summed tiles stay on the workers (row block ``k`` on one worker) and
 :math:`\lambda_{\min} \ge c > 0` is proved there (:mod:`ntkcheck.distributed._certified`: the
 serial certificate's enclosure from per-tile Collatz-Wielandt products, Rump's criterion on a
@@ -59,8 +66,14 @@ from .._records import restore
 from .._text import fit
 from .._validate import check_score_range
 from ..cgf import Empirical, as_laws
+from ..cgf.empirical import require_float_view
 from ..errors import InputError, NtkcheckWarning
-from ..ntk.certificate.routes import MAX_CERTIFY_TOKENS, GramCertificate, PositivityCertificate
+from ..ntk.certificate.routes import (
+    MAX_CERTIFY_TOKENS,
+    GramCertificate,
+    PositivityCertificate,
+    _positivity_for_values_given,
+)
 from ..ntk.gram_matrix.features import DEFAULT_CHUNK, Heads, _as_heads, _atom_count, init_heads
 from ..ntk.gram_matrix.pipeline import (
     MAX_EIGENVALUES,
@@ -193,7 +206,7 @@ def _certified_result(laws: Sequence[Empirical], heads: Heads, M: int, lam: floa
     cert = None
     if pc is not None:
         if pc.positive:
-            cert = GramCertificate(pc.method, pc.lower_bound, 53, pc.statement)
+            cert = GramCertificate(pc.method, pc.lower_bound, 53, pc.statement, inputs_rounded=pc.inputs_rounded)
             notes.append(f"positivity certified ({cert.how})")
             status = "positive"
         else:
@@ -282,6 +295,9 @@ def _certify_on_workers(cl: Any, laws: Sequence[Empirical], heads: Heads, enc: A
     n_fact = 0
     if heads.count * heads.dim >= M:
         pc, lam, t, n_fact = _certified.certify_tiles(cl, enc, shift)
+        # the tiles hold the Gram of the inputs' nearest doubles: a bound about the values given is that
+        # bound carried over through the proved rounding radius, as the serial route does (or refused)
+        pc = _positivity_for_values_given(laws, heads, pc)
     lmax = _certified.largest_eigenvalue(cl, enc.G)
     notes.append(f"lambda_min by Lanczos on the inverse through the blocked Cholesky factor on the workers "
                  f"({enc.G.p} row blocks), lambda_max by Lanczos on the tiles")
@@ -428,6 +444,7 @@ def _inputs(samples: Any, heads: Any, q_scale: float, b_scale: float, dist: str,
             shift, bool) and math.isfinite(shift) and shift > 0):
         raise InputError(f"shift: expected a finite number > 0 with certify=True, got {shift!r}")
     laws = as_laws(samples)
+    require_float_view(laws, "the distributed Gram")  # it is computed from the nearest doubles
     d = laws[0].dim
     if isinstance(heads, bool) or not isinstance(heads, (int, np.integer, Heads, tuple)):
         raise InputError(f"heads: expected a positive integer or a Heads object, got {heads!r}")
