@@ -61,6 +61,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .. import _budget
 from .._progress import progress_bar
 from .._records import restore
 from .._text import fit
@@ -74,7 +75,14 @@ from ..ntk.certificate.routes import (
     PositivityCertificate,
     _positivity_for_values_given,
 )
-from ..ntk.gram_matrix.features import DEFAULT_CHUNK, Heads, _as_heads, _atom_count, init_heads
+from ..ntk.gram_matrix.features import (
+    DEFAULT_CHUNK,
+    Heads,
+    _as_heads,
+    _atom_count,
+    _head_block,
+    init_heads,
+)
 from ..ntk.gram_matrix.pipeline import (
     MAX_EIGENVALUES,
     RESOLUTION_EIGH,
@@ -84,7 +92,7 @@ from ..ntk.gram_matrix.pipeline import (
     merge_note,
     spectrum_status,
 )
-from . import _certified, _tiled
+from . import _certified, _deadline, _tiled
 from ._accumulate import _block_features as _block_features  # noqa: F401  (tests and the benchmark use it)
 from ._accumulate import _row_blocks, _submit
 from ._cluster import dask_client
@@ -224,14 +232,13 @@ def _certified_result(laws: Sequence[Empirical], heads: Heads, M: int, lam: floa
 # ------------------------------------------------------------------------ the two runs
 
 
-def _follow(futs: list[Any], roots: dict[Any, tuple[int, int]], desc: str, progress: bool,
+def _follow(cl: Any, futs: list[Any], roots: dict[Any, tuple[int, int]], desc: str, progress: bool,
             on_root: Any = None) -> None:
     """Advance a bar as Dask reports each task finished; raise a task's error here; call
-    ``on_root(future, (i, j))`` for each tile's root."""
-    from distributed import as_completed
-
+    ``on_root(future, (i, j))`` for each tile's root; at the deadline cancel what is pending and
+    raise ``OutOfTime`` (:func:`ntkcheck.distributed._deadline.completed`)."""
     with progress_bar(len(futs), desc=desc, unit="task", enabled=bool(progress)) as bar:
-        done = as_completed(futs)
+        done = _deadline.completed(cl, list(futs), desc)
         futs.clear()  # the caller's list: a partial is released once consumed
         for fut in done:
             bar.update(1)
@@ -254,7 +261,7 @@ def _gathered_run(cl: Any, laws: Sequence[Empirical], heads: Heads, ranges: list
         i, j = ij
         G[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = fut.result()
 
-    _follow(futs, roots, f"Gram on Dask ({-(-heads.count // c)} head blocks)", progress, put)
+    _follow(cl, futs, roots, f"Gram on Dask ({-(-heads.count // c)} head blocks)", progress, put)
     return G, n_tasks
 
 
@@ -269,9 +276,12 @@ def _tiled_run(cl: Any, laws: Sequence[Empirical], heads: Heads, ranges: list[tu
     Collatz-Wielandt parts and the feature radii come to the client (vectors of length ``M``)."""
     H = heads.count
     offsets = _offsets(laws, ranges)
+    c0 = min(H, _head_block(_atom_count(laws), H, heads.dim))
+    _budget.require(lambda: _deadline.start_vector_seconds(laws, heads, c0, chunk),
+                    "the Collatz-Wielandt start vector on a worker")
     v_f = cl.submit(_certified.start_vector, blocks, heads_f, chunk, pure=False)
     e2_f = cl.submit(_certified.feature_radii, blocks, heads_f, pure=False)
-    v = v_f.result()
+    v = _deadline.gather(cl, [v_f], "the Collatz-Wielandt start vector on a worker")[0]
     v_blocks = cl.scatter([v[offsets[k]:offsets[k + 1]] for k in range(len(ranges))], broadcast=True, hash=False)
     own = _tiled.owners(cl, len(ranges))  # each row block's tiles stay on one worker
     futs, roots = _submit(cl, blocks, heads_f, H, c, chunk, reduce, v_blocks, own)
@@ -279,10 +289,10 @@ def _tiled_run(cl: Any, laws: Sequence[Empirical], heads: Heads, ranges: list[tu
     at = {ij: {"workers": [own[ij[0]]], "allow_other_workers": True} if own[ij[0]] else {} for ij in roots.values()}
     tiles = {ij: cl.submit(_certified.first, r, pure=False, **at[ij]) for r, ij in roots.items()}
     w_futs = {ij: cl.submit(_certified.rest, r, pure=False, **at[ij]) for r, ij in roots.items()}
-    _follow(futs, roots, f"Gram on Dask, tiles kept ({-(-H // c)} head blocks)", progress)
+    _follow(cl, futs, roots, f"Gram on Dask, tiles kept ({-(-H // c)} head blocks)", progress)
     keys = sorted(w_futs)
-    w_parts = dict(zip(keys, cl.gather([w_futs[k] for k in keys])))
-    e2, _, dmax = e2_f.result()
+    w_parts = dict(zip(keys, _deadline.gather(cl, [w_futs[k] for k in keys], "the tiles' rounding bounds")))
+    e2, _, dmax = _deadline.gather(cl, [e2_f], "the feature radii on a worker")[0]
     G = _tiled.Tiles(tiles, offsets, own)
     return _certified.enclosure(cl, G, w_parts, v, e2, dmax, H * heads.dim, H), n_tasks
 
@@ -407,11 +417,14 @@ def distributed_gram(
     H = heads.count
     ranges = _row_blocks(laws, p)
     n_tiles = len(ranges) * (len(ranges) + 1) // 2
+    local = client is None and scheduler is None and scheduler_file is None
+    if local:  # a LocalCluster of known size: the plan is checked before its processes start
+        _within_budget(laws, heads, ranges, c, chunk, workers * threads)
     with dask_client(client, scheduler, workers, threads, processes, scheduler_file) as cl:
         t0 = time.perf_counter()  # the cluster is up: its start-up is not counted
-        if c is None:  # as many product tasks as worker threads (at least one per tile)
-            slots = sum(w.get("nthreads", 1) for w in cl.scheduler_info()["workers"].values()) or 1
-            c = -(-H // -(-slots // n_tiles))
+        slots = sum(w.get("nthreads", 1) for w in cl.scheduler_info()["workers"].values()) or 1
+        _budget.checkpoint("the start-up of the Dask cluster")  # which may have spent the whole budget
+        c = _within_budget(laws, heads, ranges, c, chunk, slots, estimate=not local)
         blocks = cl.scatter([list(laws[a:b]) for a, b in ranges], broadcast=True, hash=False)
         heads_f = cl.scatter([heads], broadcast=True, hash=False)[0]
         notes = [f"Gram accumulated on Dask: {-(-H // c)} head blocks x {n_tiles} tiles, {reduce} reduction"]
@@ -432,6 +445,20 @@ def distributed_gram(
     return DistributedGram(gram=res, mode=mode, chunk_heads=c, head_blocks=-(-H // c), tiles=len(ranges),
                            tasks=n_tasks, reduce=reduce, seconds_gram=t1 - t0, seconds_spectrum=t2 - t1,
                            certificate=pc, shift=t, factorizations=n_fact)
+
+
+def _within_budget(laws: Sequence[Empirical], heads: Heads, ranges: list[tuple[int, int]], c: int | None, chunk: int,
+                   slots: int, *, estimate: bool = True) -> int:
+    """The heads per product task (``c``, or one task per worker thread and at least one per tile),
+    after every product task is estimated (``estimate``) against the time left: none starts that could
+    not finish in it (:func:`ntkcheck.distributed._deadline.require_tasks`)."""
+    H, n_tiles = heads.count, len(ranges) * (len(ranges) + 1) // 2
+    if c is None:
+        c = -(-H // -(-slots // n_tiles))
+    if estimate and _deadline.left() is not None:
+        _deadline.require_tasks(_deadline.tile_estimates([laws[a:b] for a, b in ranges], heads, c, chunk), slots,
+                                f"the Gram on Dask ({-(-H // c)} head blocks of {c} heads x {n_tiles} tiles)")
+    return c
 
 
 def _inputs(samples: Any, heads: Any, q_scale: float, b_scale: float, dist: str, seed: int, tiles: Any, chunk: Any,
