@@ -407,27 +407,25 @@ def distributed_gram(
     Returns
     -------
     DistributedGram
-        Memory on the client: ``8 M^2`` bytes for ``G`` (plus the Cholesky factor above
-        ``M = 4096``); with ``certify``, vectors of length ``M`` only. On the workers with
-        ``certify``: the lower tiles of ``G`` and of one factor, ``8 M^2`` bytes in all, plus the
-        tiles of a running update.
+        Memory on the client: ``8 M^2`` bytes for ``G`` (plus the Cholesky factor above ``M = 4096``);
+        with ``certify``, vectors of length ``M`` only, and on the workers the lower tiles of ``G`` and
+        of one factor, ``8 M^2`` bytes in all, plus the tiles of a running update.
     """
     laws, heads, p, chunk, c = _inputs(samples, heads, q_scale, b_scale, dist, seed, tiles, chunk, chunk_heads,
                                        reduce, keep_matrix, certify, shift)
     H = heads.count
     ranges = _row_blocks(laws, p)
-    n_tiles = len(ranges) * (len(ranges) + 1) // 2
-    local = client is None and scheduler is None and scheduler_file is None
-    if local:  # a LocalCluster of known size: the plan is checked before its processes start
-        _within_budget(laws, heads, ranges, c, chunk, workers * threads)
+    local = client is None and scheduler is None and scheduler_file is None  # a LocalCluster: planned before it starts
+    _within_budget(laws, heads, ranges, c, chunk, workers * threads, estimate=local)
     with dask_client(client, scheduler, workers, threads, processes, scheduler_file) as cl:
         t0 = time.perf_counter()  # the cluster is up: its start-up is not counted
-        slots = sum(w.get("nthreads", 1) for w in cl.scheduler_info()["workers"].values()) or 1
         _budget.checkpoint("the start-up of the Dask cluster")  # which may have spent the whole budget
-        c = _within_budget(laws, heads, ranges, c, chunk, slots, estimate=not local)
+        c = _within_budget(laws, heads, ranges, c, chunk, sum(w.get("nthreads", 1) for w in cl.scheduler_info()[
+            "workers"].values()) or 1, estimate=not local)
         blocks = cl.scatter([list(laws[a:b]) for a, b in ranges], broadcast=True, hash=False)
         heads_f = cl.scatter([heads], broadcast=True, hash=False)[0]
-        notes = [f"Gram accumulated on Dask: {-(-H // c)} head blocks x {n_tiles} tiles, {reduce} reduction"]
+        notes = [f"Gram accumulated on Dask: {-(-H // c)} head blocks x {len(ranges) * (len(ranges) + 1) // 2} tiles, "
+                 f"{reduce} reduction"]
         pc = t = None
         n_fact = 0
         if certify:
