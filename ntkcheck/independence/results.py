@@ -56,7 +56,10 @@ class Verdict(StrEnum):
         if self is Verdict.INDEPENDENT:
             return f"The CGFs are {prop}ly independent modulo affine functions (certified)."
         if self is Verdict.DEPENDENT:
-            return "A non-zero combination of the CGFs is affine (certified)."
+            if prop == "strong":
+                return ("A non-zero combination of the CGFs is affine along every direction (certified): they are "
+                        "strongly dependent.")
+            return "A non-zero combination of the CGFs is affine on R^d (certified): they are weakly dependent."
         return "Neither independence nor dependence could be certified."
 
 
@@ -353,10 +356,7 @@ class Decision:
                         "non-zero combination of the Lambda_i(t w) is affine in t).")
             via = f", via strong independence along w = {w}" if w and self.property == "weak" else ""
             return f"The CGFs are {self.property}ly independent modulo affine functions (certified{via})."
-        if self.property == "strong":
-            return ("A non-zero combination of the CGFs is affine along every direction (certified): they are "
-                    "strongly dependent.")
-        return "A non-zero combination of the CGFs is affine on R^d (certified): they are weakly dependent."
+        return self.verdict.sentence(self.property)
 
     def _inconclusive_sentence(self) -> str:
         cert = self.certificate
