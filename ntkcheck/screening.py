@@ -59,6 +59,7 @@ from ._report_text import (
 from ._text import WIDTH, fit
 from ._validate import within_time_budget
 from .cgf import Empirical, as_laws
+from .cgf.empirical import require_float_view
 from .errors import InputError
 from .independence.results import Decision, no_truth_value
 from .io.files import BUNDLED_DATA, bundled_path, load_samples
@@ -71,6 +72,7 @@ from .ntk.certificate.useful_rate import (
     slow_mode,
     useful_rate,
 )
+from .ntk.gram_matrix._sizes import check_gram_range
 from .ntk.gram_matrix.features import Heads, _atom_count
 from .ntk.gram_matrix.pipeline import GramResult, certify_result, gram
 from .ntk.heads import law as _head_law
@@ -78,6 +80,7 @@ from .ntk.heads.law import HeadLawBound
 from .ntk.heads.rank import default_head_count
 from .ntk.heads.search import HeadSearch, search_heads
 from .ntk.prop8.crosscheck import CrosscheckResult, crosscheck
+from .ntk.prop8.hypotheses import HeadLawSupport, law_support
 from .ntk.prop8.structure import DependenceStructure, dependence_structure
 
 __all__ = ["SampleSummary", "ScreenReport", "screen", "default_head_count", "load_heads", "plot_report",
@@ -151,6 +154,9 @@ class ScreenReport:
     head_law: HeadLawBound | None = None
     #: how many heads were drawn and why (loaded from a dict: without the heads array)
     head_search: HeadSearch | None = None
+    #: whether the head law meets seed 003 Prop. 8's hypothesis (an open set of (Q, b)), and the
+    #: kernel proved where it does not
+    law_support: HeadLawSupport | None = None
 
     # a dataclass is always truthy: ``if screen(...):`` would read a dependent verdict as success
     __bool__ = no_truth_value
@@ -179,6 +185,8 @@ class ScreenReport:
             return ("certified positive" if useful_rate(g, self.min_relative_lambda)
                     else "certified positive, below a useful rate")
         if g.status == "singular" or (cc.weak.dependent and cc.statement == "necessity" and cc.agreement == "agrees"):
+            return "certified singular"
+        if self.law_support is not None and self.law_support.singular:  # every head of the law: these too
             return "certified singular"
         return "positive in float64 only" if g.positive else "not certified"
 
@@ -238,6 +246,7 @@ class ScreenReport:
             "slow_mode": None if self.slow_mode is None else self.slow_mode.to_dict(),
             "head_law": None if self.head_law is None else self.head_law.to_dict(),
             "head_search": None if self.head_search is None else self.head_search.to_dict(),
+            "law_support": None if self.law_support is None else self.law_support.to_dict(),
             "bottom_line": self.bottom_line,
         }
 
@@ -256,7 +265,8 @@ class ScreenReport:
         rep = restore(cls, {**d, "complement_indices": [] if comp is None else comp["samples"]},
                       weak=Decision.from_dict, strong=Decision.from_dict,
                       complement=lambda c: None if c is None else CrosscheckResult.from_dict(c),
-                      head_search=lambda _: None)
+                      head_search=lambda _: None,
+                      law_support=lambda v: None if v is None else HeadLawSupport.from_dict(v))
         if d.get("head_search") is None:
             return rep
         # screen() gives the cross-check the search's own Gram and kernel prediction: the same records
@@ -305,7 +315,8 @@ def _report_table(report: ScreenReport, *, title: str | None, extra: tuple[str, 
 
 
 def _complement_check(laws: list[Empirical], hs: Heads, weak: Any, st: DependenceStructure, *, certify: bool,
-                      max_bits: int, progress: bool, spectrum: str) -> tuple[Any, tuple[int, ...], list[str]]:
+                      max_bits: int, progress: bool, spectrum: str,
+                      support: HeadLawSupport) -> tuple[Any, tuple[int, ...], list[str]]:
     """The cross-check on the samples outside a certified dependency (what the init scales change),
     their indices, and a note when ``H d`` is below their atom count."""
     if not (weak.dependent and weak.null_vector is not None):
@@ -321,7 +332,8 @@ def _complement_check(laws: list[Empirical], hs: Heads, weak: Any, st: Dependenc
     g_sub = gram(sub, hs, progress=progress, spectrum=spectrum)
     if certify and g_sub.positive:
         g_sub = certify_result(sub, hs, g_sub, max_bits=max_bits, progress=progress)
-    return crosscheck(sub, hs, gram_result=g_sub, certify=certify, progress=progress), comp_idx, []
+    return (crosscheck(sub, hs, gram_result=g_sub, certify=certify, progress=progress,
+                       law_support=support.for_laws(sub)), comp_idx, [])
 
 
 def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[SampleSummary, ...]:
@@ -409,6 +421,8 @@ def screen(
         samples = load_samples(bundled_path())
         source = BUNDLED_DATA if source is None else source
     laws = as_laws(samples)
+    require_float_view(laws, "the screening's Gram")
+    check_gram_range(laws)  # before the dependence structure's moments overflow: no warning ahead of the refusal
     if not (isinstance(depth_T, (int, float)) and math.isfinite(depth_T) and depth_T > 0):
         raise InputError(f"depth_T: expected a positive number, got {depth_T!r}")
     min_relative_lambda = check_min_relative_lambda(min_relative_lambda)
@@ -416,18 +430,20 @@ def screen(
     weak = decide(laws, property="weak")
     strong = decide(laws, property="strong")
     st = dependence_structure(laws, weak=weak)
+    # Prop. 8's hypothesis on the head law, checked before anything invokes it
+    sup = law_support(laws, q_scale=q_scale, b_scale=b_scale, dist=dist,
+                      heads=heads if isinstance(heads, Heads) else None)
     # the heads and their Gram, certified where sensible (never where a kernel is predicted)
     hsr = search_heads(laws, heads, structure=st, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed,
                        certify=certify, max_bits=max_bits, progress=progress,
-                       spectrum=spectrum)
+                       spectrum=spectrum, law_kernel=sup.kernel.dimension if sup.singular else 0)  # type: ignore[union-attr]
     hs, g = hsr.heads, hsr.gram
-    hl_s = _head_law.DEFAULT_SECONDS if head_law_seconds is None else head_law_seconds
-    hl = (_head_law.head_law_bound(laws, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed, delta=delta,
-                                   seconds=hl_s, pilot=g.lambda_min if g.positive else None, structure=st,
-                                   span=hsr.span) if hl_s and not isinstance(heads, Heads) else None)
-    cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st, heads_kernel=hsr.kernel, head_law=hl)
+    hl = _head_law_step(laws, sup, st, hsr, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed, delta=delta,
+                        seconds=head_law_seconds, given=isinstance(heads, Heads))
+    cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st, heads_kernel=hsr.kernel, head_law=hl,
+                    law_support=sup)
     complement, comp_idx, notes = _complement_check(laws, hs, weak, st, certify=certify, max_bits=max_bits,
-                                                    progress=progress, spectrum=spectrum)
+                                                    progress=progress, spectrum=spectrum, support=sup)
     return ScreenReport(
         samples=_summaries(laws, weak.null_vector if weak.dependent else None),
         heads=spec,
@@ -446,7 +462,26 @@ def screen(
         drawn_heads=hs,
         head_law=hl,
         head_search=hsr,
+        law_support=sup,
     )
+
+
+def _head_law_step(laws: list[Empirical], sup: HeadLawSupport, st: DependenceStructure, hsr: HeadSearch, *,
+                   q_scale: float, b_scale: float, dist: str, seed: int, delta: float, seconds: float | None,
+                   given: bool) -> HeadLawBound | None:
+    """The certificate of the head law's NTK: None for explicit heads (their Gram is their law's NTK)
+    or ``seconds == 0``; ``lambda_min(K_rho) = 0`` exactly, without drawing, where the law's kernel is
+    proved (:mod:`ntkcheck.ntk.prop8.hypotheses`); else drawn (:func:`~ntkcheck.ntk.heads.law.head_law_bound`)."""
+    s = _head_law.DEFAULT_SECONDS if seconds is None else seconds
+    if not s or given:
+        return None
+    if sup.singular:
+        assert sup.kernel is not None
+        return HeadLawBound("singular", delta, 0.0, 0.0, detail=sup.kernel.short())
+    g = hsr.gram
+    return _head_law.head_law_bound(laws, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed, delta=delta,
+                                    seconds=s, pilot=g.lambda_min if g.positive else None, structure=st,
+                                    span=hsr.span)
 
 
 def plot_report(report: ScreenReport, samples: Any, path: str | Path | None = None) -> Any:

@@ -132,9 +132,10 @@ EXIT_CODES: dict[str, str] = {
               "never 'holds'); 2 bad input.",
     "tokens": "0 files written; 2 bad input (missing file, no texts, model not installed).",
     "experiment": "0 every measured rate is consistent with the theorem and every direct check holds (--list: "
-                  "listed); 1 a rate is significantly slower than the theorem allows or a direct check fails; "
-                  "3 inconclusive (confidence interval too wide, errors on the reference's floor, or stopped by "
-                  "--max-seconds); 2 bad input.",
+                  "listed); 1 a direct check fails, or a rate is significantly slower than a theorem that binds on "
+                  "every window (a differential inequality: inconsistent); 3 inconclusive (confidence interval too "
+                  "wide, errors on the reference's floor, a rate slower than a bound err <= C r(x) on this window, "
+                  "which refutes nothing, or stopped by --max-seconds); 2 bad input.",
 }
 
 

@@ -235,7 +235,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json("decide", {**dec.to_dict(), "exit_code": code, "certificate_out": args.certificate_out})
         return code
-    lines = [f"{len(measures)} measures in dimension {dec.dim}, {args.property} property",
+    given_w = f", at the direction w = {exact_vector(dec.direction)} given" if direction is not None else ""
+    lines = [f"{len(measures)} measures in dimension {dec.dim}, {args.property} property{given_w}",
              decision_sentence(dec),
              f"verdict    {dec.verdict.value}", f"method     {dec.method}", f"precision  {dec.precision}",
              f"margin     {'-' if dec.margin is None else f'{dec.margin:.3e}'}"]

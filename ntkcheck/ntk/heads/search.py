@@ -143,13 +143,15 @@ def _attempt(laws: list[Empirical], heads: Heads, structure: Any, span: AtomSpan
     return g, hk
 
 
-def _done(g: GramResult, hk: HeadsKernel, certify: bool) -> str | None:
+def _done(g: GramResult, hk: HeadsKernel, certify: bool, law_kernel: int = 0) -> str | None:
     """Why the search may stop after this attempt, or None."""
     obs = g.kernel_observed
     if g.certified_positive:
         return "the Gram is certified positive"
     if hk.structural > 0 and obs is not None and obs <= hk.structural:
         return f"the kernel observed is the head law's ({hk.structural}, from the dependence structure)"
+    if law_kernel > 0 and obs is not None and obs <= hk.structural + law_kernel:
+        return f"the kernel observed is the head law's (>= {law_kernel}, proved for every head of the law)"
     if not certify and g.positive:
         return "the Gram is positive in float64 (certification not asked)"
     return None
@@ -158,7 +160,8 @@ def _done(g: GramResult, hk: HeadsKernel, certify: bool) -> str | None:
 def search_heads(laws: list[Empirical], heads: Any, *, structure: Any, q_scale: float = 1.0, b_scale: float = 1.0,
                  dist: str = "gaussian", seed: int = 0, certify: bool = True, max_bits: int = 512,
                  progress: bool = False, doublings: int = MAX_DOUBLINGS, seconds: float = SEARCH_SECONDS,
-                 span: AtomSpan | None = None, start: int | None = None, spectrum: str = "extremal") -> HeadSearch:
+                 span: AtomSpan | None = None, start: int | None = None, spectrum: str = "extremal",
+                 law_kernel: int = 0) -> HeadSearch:
     r"""Draw the heads of a screening and their Gram.
 
     Parameters
@@ -181,6 +184,9 @@ def search_heads(laws: list[Empirical], heads: Any, *, structure: Any, q_scale: 
         :func:`~ntkcheck.ntk.heads.rank.atom_span` of the laws, if computed.
     start : int, optional
         The first count of ``"auto"`` instead of the default head count.
+    law_kernel : int
+        The dimension of a kernel proved for every head of the law
+        (:class:`~ntkcheck.ntk.prop8.hypotheses.LawKernel`): more heads cannot remove it.
 
     Returns
     -------
@@ -217,7 +223,7 @@ def search_heads(laws: list[Empirical], heads: Any, *, structure: Any, q_scale: 
         attempts.append(HeadAttempt(H, g.status, g.certified_positive, g.kernel_observed, hk.predicted, took))
         if not auto:
             return HeadSearch(hs, g, hk, tuple(attempts), "count", "", span)
-        why = _done(g, hk, certify)
+        why = _done(g, hk, certify, law_kernel)
         if why is None and len(attempts) > doublings:
             why = f"{doublings} doublings spent"
         if why is None and time.perf_counter() - t0 + 3.0 * took > seconds:
