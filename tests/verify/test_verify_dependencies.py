@@ -50,7 +50,7 @@ def _run_hidden(hidden: list[str], paths: list[Path]) -> tuple[dict[str, int], l
 
 def test_without_python_flint_every_file_is_verified(files):
     """With flint hidden, mpmath's intervals and pure-Python exact algebra re-check every file as
-    python-flint does (exit 0 for each of the 19 kinds, the ball LDL^T below float64 resolution among them), and flint is never loaded."""
+    python-flint does (exit 0 for each of the 18 kinds, the ball LDL^T below float64 resolution among them), and flint is never loaded."""
     with_flint = {name: verify.verify_file(p)[0] for name, p in files.items()}
     assert set(with_flint.values()) == {0}, with_flint
     codes, loaded = _run_hidden(["flint"], list(files.values()))

@@ -75,7 +75,6 @@ def bases() -> dict[str, dict]:
         "decide: structural": dec(G2, "strong"),
         "decide: product identity": dec(TR),
         "decide: weak-dependence wrapper": dec(TR, "strong"),
-        "decide: identity along the claim's direction": dec(Y, "strong", direction=[1, 0]),
         "decide: term identity": dec([UniformCube(1, 2), UniformCube(1, 2)]),
         "decide: Vandermonde": dec([UniformCube(1, 1), UniformCube(F(3, 2), 1)], "strong"),
         "gram: lower bound": cf.gram_certificate_record(nk.gram(X3, heads, certify=True), as_laws(X3), heads),
