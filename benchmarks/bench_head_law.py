@@ -26,7 +26,7 @@ import numpy as np
 
 from ntkcheck.cgf import as_laws
 from ntkcheck.ntk import atom_span, default_head_count, gram, head_law_bound, init_heads
-from ntkcheck.ntk.heads import _law_steps as steps
+from ntkcheck.ntk.heads import tail_bounds
 
 
 def _row(M: int, d: int, seconds: float, seed: int = 0) -> None:
@@ -40,7 +40,7 @@ def _row(M: int, d: int, seconds: float, seed: int = 0) -> None:
     hl = head_law_bound(laws, delta=1e-6, seconds=seconds, pilot=pilot, span=span, seed=seed)
     secs = time.perf_counter() - t
     L = hl.L or float("nan")
-    tt = math.log(2.0 / steps.round_delta(1e-6, 0))
+    tt = math.log(2.0 / tail_bounds.round_delta(1e-6, 0))
     need = 5.25 * L * tt / pilot if pilot > 0 else float("inf")
     rate = hl.rounds[-1].seconds / hl.rounds[-1].heads if hl.rounds else float("nan")
     low = "-" if hl.lower is None else f"{hl.lower:.3g}"
