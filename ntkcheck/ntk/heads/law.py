@@ -299,6 +299,8 @@ def head_law_bound(
         return HeadLawBound("singular", delta, 0.0, 0.0,
                             detail=f"the dependence structure proves a kernel of dimension {structure.predicted_kernel}")
     t0 = time.perf_counter()
+    if all(not law.rounded and not np.any(law.atoms) for law in laws):
+        return HeadLawBound("singular", delta, 0.0, 0.0, detail="every atom is 0, so every feature is 0")
     why_not = _collapsed(laws)
     if why_not:
         return HeadLawBound("not run", delta, None, None, detail=why_not)
@@ -342,8 +344,8 @@ def _estimate(need_g: float, need_u: float, rates: rounds.Rates, s: rounds.Setup
 
 
 def _collapsed(laws: list[Empirical]) -> str:
-    """Why the head-law step cannot run on the float64 view of the atoms (every atom of a law the same
-    float64 point while the exact atoms differ, or non-finite), or ""."""
+    """Why the head-law step cannot run on the float64 view of the atoms (two distinct atoms of a law on
+    one float64 point, every atom 0 in float64 while some value given is not, or non-finite), or ""."""
     for i, law in enumerate(laws):
         A = np.asarray(law.atoms, dtype=np.float64)
         if not np.all(np.isfinite(A)):
@@ -352,7 +354,8 @@ def _collapsed(laws: list[Empirical]) -> str:
             return (f"sample {i}: distinct atoms share one float64 value (tokens below the float64 range, "
                     "e.g. 1e-400): the head law's NTK is computed in float64 and is not certified here")
     if all(not np.any(law.atoms) for law in laws):
-        return "every atom is 0 in float64: the head law's NTK is computed in float64 and is not certified here"
+        return ("every atom is 0 in float64 while the values given are not (tokens below the float64 range): "
+                "the head law's NTK is computed in float64 and is not certified here")
     return ""
 
 

@@ -252,3 +252,18 @@ def test_statement_states_delta_and_json_carries_it():
 def test_bad_arguments_are_refused(kw):
     with pytest.raises(InputError):
         head_law_bound([np.array([[0.0], [1.0]])], **kw)
+
+
+# ------------------------------------------------------- data whose float64 view collapses (issue 30)
+
+
+def test_tokens_below_the_float64_range_get_a_sentence_not_an_error():
+    """Long-double tokens 1e-400 (every float64 view 0, the exact values distinct): the head-law step
+    answers 'not run' with a sentence saying why, never a ZeroDivisionError; all-zero double tokens
+    are singular exactly (every feature is 0)."""
+    tiny = [np.array([[0.0], [np.longdouble("1e-400")]], dtype=np.longdouble),
+            np.array([[np.longdouble("3e-400")], [np.longdouble("5e-400")]], dtype=np.longdouble)]
+    hl = head_law_bound(tiny, seconds=2.0)
+    assert hl.status == "not run" and hl.lower is None and "float64" in hl.statement()
+    zero = head_law_bound([np.zeros((2, 1)), np.zeros((1, 1))], seconds=2.0)
+    assert (zero.status, zero.lower, zero.upper) == ("singular", 0.0, 0.0)
