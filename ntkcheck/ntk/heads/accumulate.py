@@ -32,10 +32,12 @@ from ..certificate import rounding as rnd
 from ..certificate.routes import certify_gram_enclosure
 from ..gram_matrix.features import DEFAULT_CHUNK, Heads, _feature_columns, _groups, init_heads
 
-#: feature entries per block of heads in the Gram (32 MiB): the block ``F`` and ``T F``
-_BLOCK_ENTRIES = 1 << 22
-#: feature entries per block of heads outside the Gram (4 MiB: the block stays in cache)
-_FORM_ENTRIES = 1 << 19
+#: feature entries per block of heads (4 MiB: ``F``, ``T F`` and ``|T F|`` stay in cache), and at
+#: least 512 columns (the rank-k update then runs near matmul speed)
+_BLOCK_ENTRIES = 1 << 19
+_MIN_COLUMNS = 512
+#: atoms from which the Gram's products run on BLAS's threads
+_THREADED_M = 512
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,8 +116,10 @@ class RoundSums:
         self.seconds_features = 0.0
 
     def per_block(self, gram: bool = True) -> int:
-        """Heads per block: ``F`` of at most ``2^22`` entries in the Gram, ``2^19`` outside."""
-        return max(1, (_BLOCK_ENTRIES if gram else _FORM_ENTRIES) // (self.M * self.d))
+        """Heads per block: ``F`` of about ``2^19`` entries (cache-resident), at least 512 columns in
+        the Gram."""
+        k = _BLOCK_ENTRIES // (self.M * self.d)
+        return max(1, k, -(-_MIN_COLUMNS // self.d) if gram else 1)
 
     def _check_scores(self, Q: np.ndarray, b: np.ndarray) -> None:
         """The scores' a-priori bound below :data:`SCORE_LIMIT` (else the InputError that says so)."""
@@ -127,7 +131,18 @@ class RoundSums:
             check_score_range([law.atoms for law in self.laws], Q, b)
 
     def add(self, Q: np.ndarray, b: np.ndarray, gram: bool) -> None:
-        """Add a block of heads: their features, the form along ``v``, and (``gram``) the Gram."""
+        """Add a block of heads: their features, the form along ``v``, and (``gram``) the Gram.
+
+        Below ``M = 512`` the whole block runs on one BLAS thread: its products are thin
+        (``M x M`` by ``M x k d``, rank-``k d`` updates of an ``M x M`` Gram) and OpenBLAS's threaded
+        kernels were measured 1.5-10x slower on them when the other core is busy."""
+        if self.M < _THREADED_M:
+            with rnd.serial_blas():
+                self._add(Q, b, gram)
+        else:
+            self._add(Q, b, gram)
+
+    def _add(self, Q: np.ndarray, b: np.ndarray, gram: bool) -> None:
         import time
 
         t0 = time.perf_counter()
@@ -181,7 +196,7 @@ class RoundSums:
         else:
             C = lens.T @ F
             Ch = C.reshape(M, k, d)
-            S = np.einsum("mki,mkj->kij", Ch, Ch)
+            S = np.matmul(Ch.transpose(1, 2, 0), Ch.transpose(1, 0, 2))  # (k, d, d): one small product a head
             S = (S + S.transpose(0, 2, 1)) * 0.5  # exactly symmetric, within u |S| of the product
             gF = rnd.gamma(M * d + 2)
             fro2 = np.einsum("mki,mki->k", Ch, Ch) * (1.0 + gF)  # ||fl(T F_h)||_F^2

@@ -33,6 +33,9 @@ from .accumulate import Lens, RoundSums, _NoBar
 from .head_range import direction_bound
 from .tail_bounds import bernstein_lower
 
+#: "auto": the lens predicted to give the larger lower bound; "identity" or "preconditioned" force one
+#: (the tests calibrate each)
+CHOICE = "auto"
 #: quantiles of the calibration heads' lambda_max(T X T) tried as the truncation level
 TRUNCATION_QUANTILES = (0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
 
@@ -131,7 +134,7 @@ def make_lens(est: Estimate, laws: Sequence[Empirical], L: float, calib: tuple[n
     v = np.ascontiguousarray(U[:, 0])
     v2 = float(v @ v) * (1.0 - rnd.gamma(v.size + 2))
     Lv = min(L * float(v @ v) * (1.0 + rnd.gamma(v.size + 2)), direction_bound(laws, v))
-    if not (w[0] > 1e-12 * w[-1] > 0):
+    if CHOICE == "identity" or not (w[0] > 1e-12 * w[-1] > 0):
         return Lens(None, 1.0, 1.0, L, v, v2, Lv), None
     eps = 0.5 * float(w[0])
     r = 1.0 / np.sqrt(w + eps)
@@ -143,7 +146,7 @@ def make_lens(est: Estimate, laws: Sequence[Empirical], L: float, calib: tuple[n
     ell, y = _calibrate(laws, T, v, *calib)
     mu = max(float(w[0] / (w[0] + eps)), 0.0)  # lambda_min(T K^ T)
     B, pred = choose_range(ell, y, tau2 * L, mu, heads, t)
-    if pred / tau2 <= bernstein_lower(float(w[0]), L, heads, t):
+    if CHOICE == "auto" and pred / tau2 <= bernstein_lower(float(w[0]), L, heads, t):
         return Lens(None, 1.0, 1.0, L, v, v2, Lv), None  # the identity is predicted to do better
     return Lens(T, tau2, _abs_norm_bound(T), B, v, v2, Lv), Tinv
 
