@@ -141,7 +141,7 @@ def main() -> None:
     rows = [tuple(int(v) for v in r.split(":")) for r in args.rows]
     rows = [(r[0], r[1], r[2] if len(r) > 2 else 8) for r in rows]
     if not args.rates_only:
-        print("    M    d   N  draw H  draw lam     lower     upper  lo/dr  up/dr     heads rnd  hl s  total s"
+        print("    M    d   N  draw H  draw lam     lower     upper  lo/dr  up/dr     heads ckp  hl s  total s"
               "  need(2x)  need s  stopped because")
         for M, d, N in rows:
             bounds_row(M, d, N, args.seconds)

@@ -63,12 +63,14 @@ DEFAULT_SECONDS = 20.0
 
 @dataclass(frozen=True)
 class HeadLawRound:
-    """One round: ``heads`` drawn for it (the first ``heads_gram`` into its Gram), the certified bounds
-    ``draw_lower`` (``None``: not certified positive) and ``draw_upper`` of the bottom of that Gram
-    (preconditioned and truncated when ``kind`` is ``"preconditioned"``: ``truncated`` heads scaled to
-    the range ``B``), the upper bound ``form`` of the mean quadratic form along the round's direction,
-    the bounds ``lower``/``upper`` on :math:`\\lambda_{\\min}(K_\\rho)` this round gives at failure
-    probability ``delta``, and the seconds it took."""
+    """One checkpoint of round ``round`` (``side`` ``"lower"``: read off the round's Gram; ``"upper"``: off
+    its quadratic form along the round's direction): ``heads`` drawn in the round so far (the first
+    ``heads_gram`` into its Gram), the certified bounds ``draw_lower`` (``None``: not certified positive)
+    and ``draw_upper`` of the bottom of that Gram (preconditioned and truncated when ``kind`` is
+    ``"preconditioned"``: ``truncated`` heads scaled to the range ``B``), the upper bound ``form`` of the
+    mean quadratic form along the direction, the bounds ``lower``/``upper`` on
+    :math:`\\lambda_{\\min}(K_\\rho)` it gives at failure probability ``delta`` (the deltas of all
+    checkpoints sum to less than the certificate's), and the seconds since the round began."""
 
     heads: int
     draw_lower: float | None
@@ -82,12 +84,14 @@ class HeadLawRound:
     truncated: int = 0
     B: float | None = None
     form: float | None = None
+    round: int = 0
+    side: str = "lower"
 
     def to_dict(self) -> dict[str, Any]:
         return {"heads": self.heads, "draw_lower": self.draw_lower, "draw_upper": self.draw_upper,
                 "lower": self.lower, "upper": self.upper, "delta": self.delta, "seconds": self.seconds,
                 "heads_gram": self.heads_gram, "kind": self.kind, "truncated": self.truncated, "B": self.B,
-                "form": self.form}
+                "form": self.form, "round": self.round, "side": self.side}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> HeadLawRound:
@@ -163,12 +167,13 @@ class HeadLawBound:
     def report_lines(self) -> list[str]:
         """The ``head law`` block of the ``screen`` and ``gram`` reports."""
         out = [f"  head law (H = inf)  {self.statement()}"]
-        if self.rounds:
-            r = self.rounds[-1]
+        lows = [r for r in self.rounds if r.side == "lower"]
+        if lows:
+            r = lows[-1]
             dl = "not certified" if r.draw_lower is None else f">= {r.draw_lower:.3g}"
             how = ("preconditioned Gram" if r.kind == "preconditioned" else "Gram") + f" of {r.heads_gram} heads"
             out.append(f"    last round: {how}, lambda_min {dl}; L = {self.L:.3g}, rounding {self.eta:.1g}; "
-                       f"{len(self.rounds)} round(s), {self.seconds:.1f} s"
+                       f"{self.rounds[-1].round + 1} round(s), {self.seconds:.1f} s"
                        + (f", heads drawn in the {self.reduced_dim}-dimensional span of the atoms"
                           if self.reduced_dim else ""))
             out.append(f"    stopped: {self.detail}")
@@ -237,7 +242,7 @@ def _setup(laws: list[Empirical], span: AtomSpan, *, q_scale: float, b_scale: fl
 
 def _as_round(o: rounds.Outcome) -> HeadLawRound:
     return HeadLawRound(o.heads, o.c, o.g, o.lower, o.upper, o.delta, o.seconds, o.heads_gram, o.kind,
-                        o.truncated, o.B, o.z)
+                        o.truncated, o.B, o.z, o.round, o.side)
 
 
 def head_law_bound(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,10 +35,12 @@ MAX_HEADS = 1 << 34
 CALIBRATION_HEADS = 256
 #: stream numbers: round j draws from stream j; calibration blocks from _CALIB + j
 _CALIB = 1 << 20
+#: checkpoints per side of a round (its full size, half, a quarter)
+CHECKPOINTS = 3
 #: the rounds stop once upper <= TIGHT * lower
-TIGHT = 2.0
+TIGHT = 1.25
 #: each side of a round is sized for this ratio to the estimate (lower) and its inverse (upper)
-_AIM = 0.75
+_AIM = 0.85
 #: a round's sizes grow at most this factor over the previous round's
 _GROWTH = 8
 #: share of the time left the last round is sized for (the rates are those of the previous rounds)
@@ -71,14 +73,16 @@ class Setup:
 
 @dataclass(frozen=True)
 class Outcome:
-    """One round's certified numbers: ``c``/``g`` (bounds of the bottom of the round's Gram), the form
-    ``z`` along ``v``, the bounds ``lower``/``upper`` at ``delta``, sizes, seconds, lens summary."""
+    """One checkpoint of a round (``side`` lower: its Gram; upper: its form along ``v``): ``c``/``g``
+    (bounds of the bottom of the Gram), the form ``z`` and mean square ``w`` along ``v``, the bounds
+    ``lower``/``upper`` at ``delta``, sizes, seconds, lens summary."""
 
     heads: int
     heads_gram: int
     c: float | None
     g: float
     z: float | None
+    w: float | None
     lower: float
     upper: float
     delta: float
@@ -86,6 +90,8 @@ class Outcome:
     kind: str
     truncated: int
     B: float
+    round: int = 0
+    side: str = "lower"
 
 
 @dataclass(frozen=True)
@@ -96,57 +102,87 @@ class Plan:
     total: int
 
 
+def marks(n: int) -> list[tuple[int, int]]:
+    """Checkpoints ``(heads, i)`` of a side of ``n`` heads: ``n / 2^i`` for ``i < CHECKPOINTS`` (those of at
+    least ``MIN_HEADS``, and ``n`` itself), smallest first."""
+    out: dict[int, int] = {}
+    for i in range(CHECKPOINTS - 1, -1, -1):
+        m = n >> i
+        if i == 0 or m >= MIN_HEADS:
+            out.setdefault(m, i)
+    return sorted(out.items())
+
+
+def share(delta_j: float, i: int) -> float:
+    r"""Failure probability of checkpoint ``i`` of one side of round ``j``: :math:`\delta_j 2^{-(i+2)}`
+    (summed over the checkpoints of both sides, less than :math:`\delta_j`)."""
+    return delta_j / 2.0 ** (i + 2)
+
+
 def run_round(s: Setup, j: int, lens: Lens, plan: Plan, delta_j: float, deadline: float | None,
-              stream: int) -> tuple[Outcome | None, RoundSums]:
-    """Draw ``plan.total`` heads from ``stream`` (the first ``plan.gram`` into the Gram) and bound.
-    None when the deadline passed first (the round is then incomplete and is not used)."""
+              stream: int) -> tuple[list[Outcome], RoundSums, bool]:
+    """Draw ``plan.total`` heads from ``stream`` (the first ``plan.gram`` into the Gram), with bounds at the
+    checkpoints of :func:`marks` of either side. When the deadline passes first the checkpoints reached
+    are returned (their sizes were fixed before any head was drawn) and ``finished`` is False."""
     t0 = time.perf_counter()
     sums = RoundSums(s.laws, lens)
+    gm, fm = marks(plan.gram), marks(plan.total) if lens.v is not None else []
+    outs: list[Outcome] = []
     k = 0
     while sums.heads < plan.total:
         if deadline is not None and time.perf_counter() > deadline:
-            return None, sums
-        c = min(sums.per_block(sums.heads_gram < plan.gram), plan.total - sums.heads)
-        gram_left = plan.gram - sums.heads_gram
-        if 0 < gram_left < c:
-            c = gram_left  # a block lies wholly inside or outside the Gram's heads
+            return outs, sums, False
+        gram = sums.heads_gram < plan.gram
+        nxt = [m - sums.heads_gram for m, _ in gm if m > sums.heads_gram] if gram else []
+        nxt += [m - sums.heads for m, _ in fm if m > sums.heads]
+        c = min([sums.per_block(gram), plan.total - sums.heads, *nxt])
         Q, b = s.block(k, c, stream)
-        sums.add(Q, b, gram=gram_left > 0)
+        sums.add(Q, b, gram=gram)
         k += 1
-    return bound(s, lens, sums, delta_j, time.perf_counter() - t0), sums
+        for m, i in gm:
+            if gram and sums.heads_gram == m:
+                outs.append(replace(lower_at(s, lens, sums, share(delta_j, i), time.perf_counter() - t0), round=j))
+        for m, i in fm:
+            if sums.heads == m:
+                outs.append(replace(upper_at(s, lens, sums, share(delta_j, i), time.perf_counter() - t0), round=j,
+                                    side="upper"))
+    return outs, sums, True
 
 
-def bound(s: Setup, lens: Lens, sums: RoundSums, delta_j: float, seconds: float) -> Outcome:
-    """The round's bounds from its sums: ``t = log(2 / delta_j)`` for the lower side; the upper side
-    along ``v`` takes the smaller of Chernoff-Hoeffding (``delta_j / 4``) and the second-moment bound
-    (``delta_j / 4``, two events of ``delta_j / 8``); matrix Chernoff adds ``log M``."""
-    t = math.log(2.0 / delta_j)
-    c, g = None, math.inf
-    lower = 0.0
-    if sums.heads_gram:
-        G, radius = sums.gram()
-        if math.isfinite(radius):
-            c, g = bottom_bounds(G, radius)
-        rng = s.L if lens.T is None else lens.B
-        x2 = tb.bernstein_lower(c or 0.0, rng, sums.heads_gram, t)
-        low = x2 / lens.tau2 * (1.0 - 1e-12)
-        lower = low - s.eta if low > s.eta else 0.0
-    z = None
-    if lens.v is not None:
-        z, w = sums.form_moments()
-        if math.isfinite(z):
-            U = min(tb.chernoff_upper(z, lens.Lv, sums.heads, math.log(4.0 / delta_j)),
-                    tb.second_moment_upper(z, w, lens.Lv, sums.heads, math.log(8.0 / delta_j))) / lens.v2
-        else:
-            U = math.inf
-    elif lens.T is None and math.isfinite(g):
-        U = tb.chernoff_upper(g, s.L, sums.heads_gram, t + math.log(s.M))  # matrix Chernoff
-    else:
-        U = math.inf
-    upper = U * (1.0 + 1e-12) + s.eta
+def _outcome(s: Setup, lens: Lens, sums: RoundSums, c: float | None, g: float, z: float | None,
+             w: float | None, lower: float, upper: float, delta: float, seconds: float) -> Outcome:
     kind = "plain" if lens.T is None else "preconditioned"
-    return Outcome(sums.heads, sums.heads_gram, c, g, z, lower, upper, delta_j, seconds, kind, sums.truncated,
+    return Outcome(sums.heads, sums.heads_gram, c, g, z, w, lower, upper, delta, seconds, kind, sums.truncated,
                    s.L if lens.T is None else lens.B)
+
+
+def lower_at(s: Setup, lens: Lens, sums: RoundSums, delta: float, seconds: float) -> Outcome:
+    r"""The lower bound from the Gram's heads so far, failing with probability ``delta``: Bernstein on the
+    bottom of the (preconditioned, truncated) Gram with the range ``L`` (``B``), divided by
+    :math:`\|T\|^2`; with the identity lens and no direction, also matrix Chernoff's upper bound (at the
+    upper side's ``delta``, ``t`` adding ``log M``)."""
+    G, radius = sums.gram()
+    c, g = bottom_bounds(G, radius) if math.isfinite(radius) else (None, math.inf)
+    rng = s.L if lens.T is None else lens.B
+    t = math.log(1.0 / delta)
+    low = tb.bernstein_lower(c or 0.0, rng, sums.heads_gram, t) / lens.tau2 * (1.0 - 1e-12)
+    lower = low - s.eta if low > s.eta else 0.0
+    upper = math.inf
+    if lens.T is None and lens.v is None and math.isfinite(g):
+        upper = tb.chernoff_upper(g, s.L, sums.heads_gram, t + math.log(s.M)) * (1.0 + 1e-12) + s.eta
+    return _outcome(s, lens, sums, c, g, None, None, lower, upper, delta, seconds)
+
+
+def upper_at(s: Setup, lens: Lens, sums: RoundSums, delta: float, seconds: float) -> Outcome:
+    """The upper bound from the quadratic form along ``v`` over the heads so far, failing with probability
+    ``delta``: the smaller of Chernoff-Hoeffding (``delta / 2``) and the second-moment bound (``delta / 2``,
+    two events of ``delta / 4``), with the range ``L_v``, divided by :math:`|v|^2`."""
+    z, w = sums.form_moments()
+    U = math.inf
+    if math.isfinite(z):
+        U = min(tb.chernoff_upper(z, lens.Lv, sums.heads, math.log(2.0 / delta)),
+                tb.second_moment_upper(z, w, lens.Lv, sums.heads, math.log(4.0 / delta))) / lens.v2
+    return _outcome(s, lens, sums, None, math.inf, z, w, 0.0, U * (1.0 + 1e-12) + s.eta, delta, seconds)
 
 
 @dataclass
@@ -173,7 +209,7 @@ def pilot_size(s: Setup) -> int:
 
 
 def plan_next(s: Setup, est: Estimate, lens: Lens, prev: Plan, t: float, rates: Rates,
-              left: float | None) -> tuple[Plan, float, float]:
+              left: float | None, square: float) -> tuple[Plan, float, float]:
     """Sizes of the next round (lower side for a ratio ``_AIM``, upper for ``1 / _AIM``, each at most
     ``_GROWTH`` times the previous) cut to ``_LAST`` of the time left; also the heads either side needs for
     a factor 2 (the report's estimate)."""
@@ -182,8 +218,13 @@ def plan_next(s: Setup, est: Estimate, lens: Lens, prev: Plan, t: float, rates: 
     want_g = tb.heads_for_lower(_AIM, rng, t) * rng * t / mu if mu > 0 else math.inf
     two_g = tb.heads_for_lower(0.5, rng, t) * rng * t / mu if mu > 0 else math.inf
     z = predicted_form(est, lens)
-    want_u = tb.heads_for_upper(1.0 / _AIM) * lens.Lv * t / z if z > 0 else math.inf
-    two_u = tb.heads_for_upper(2.0) * lens.Lv * t / z if z > 0 else math.inf
+    want_u = two_u = math.inf
+    if z > 0:  # the better of Chernoff-Hoeffding and the second-moment bound (mean square ``square z^2``)
+        t8 = t + math.log(4.0)
+        want_u = min(tb.heads_for_upper(1.0 / _AIM) * lens.Lv * t / z,
+                     tb.heads_for_second_moment(1.0 / _AIM, z, square * z * z, lens.Lv, t8))
+        two_u = min(tb.heads_for_upper(2.0) * lens.Lv * t / z,
+                    tb.heads_for_second_moment(2.0, z, square * z * z, lens.Lv, t8))
     gram = int(min(max(want_g, MIN_HEADS), _GROWTH * max(prev.gram, MIN_HEADS), MAX_HEADS))
     total = int(min(max(want_u, gram), _GROWTH * max(prev.total, MIN_HEADS), MAX_HEADS))
     plan = Plan(gram, max(total, gram))
@@ -198,12 +239,11 @@ def run_fixed(s: Setup, delta: float, heads: int, pilot: int) -> tuple[list[Outc
     ``heads`` heads with all of ``delta``."""
     est = Estimate(s.M)
     id_lens = Lens(None, 1.0, 1.0, s.L)
-    _, sums = run_round(s, 0, id_lens, Plan(pilot, pilot), 0.5, None, stream=_CALIB - 1)
+    _, sums, _ = run_round(s, 0, id_lens, Plan(pilot, pilot), 0.5, None, stream=_CALIB - 1)
     est.add(sums, None)
     lens, _ = make_lens(est, s.laws, s.L, s.block(0, CALIBRATION_HEADS, _CALIB), heads, math.log(2.0 / delta))
-    out, _ = run_round(s, 1, lens, Plan(heads, heads), delta, None, stream=1)
-    assert out is not None
-    return [out], [lens]
+    outs, _, _ = run_round(s, 1, lens, Plan(heads, heads), delta, None, stream=1)
+    return outs, [lens]
 
 
 def run_adaptive(s: Setup, delta: float, seconds: float | None,
@@ -220,11 +260,12 @@ def run_adaptive(s: Setup, delta: float, seconds: float | None,
     need = (math.inf, math.inf)
     j = 0
     while True:
-        out, sums = run_round(s, j, lens, plan, tb.round_delta(delta, j), deadline, stream=j)
-        if out is None:
-            why = f"the time budget ({seconds:g} s) ran out during round {j + 1} ({plan.total} heads), which is dropped"
+        got, sums, finished = run_round(s, j, lens, plan, tb.round_delta(delta, j), deadline, stream=j)
+        outs += got
+        if not finished:
+            why = (f"the time budget ({seconds:g} s) ran out during round {j + 1} ({plan.total} heads): "
+                   f"{sums.heads} drawn, its checkpoints reached are kept")
             return outs, why, (*need, rates)
-        outs.append(out)
         rates.update(sums)
         est.add(sums, Tinv)
         lo, up = max(o.lower for o in outs), min(o.upper for o in outs)
@@ -239,7 +280,8 @@ def run_adaptive(s: Setup, delta: float, seconds: float | None,
         t = math.log(2.0 / tb.round_delta(delta, j + 1))
         lens, Tinv = make_lens(est, s.laws, s.L, cal, 2 * max(plan.gram, MIN_HEADS), t)
         left = None if deadline is None else deadline - time.perf_counter()
-        plan, *need_ = plan_next(s, est, lens, plan, t, rates, left)
+        square = next((o.w / (o.z * o.z) for o in reversed(outs) if o.z and o.w and math.isfinite(o.w)), 3.0)
+        plan, *need_ = plan_next(s, est, lens, plan, t, rates, left, square)
         need = (need_[0], need_[1])
         if left is not None and plan.gram < MIN_HEADS // 4:
             return outs, f"the time budget ({seconds:g} s) leaves no room for another round", (*need, rates)

@@ -121,3 +121,22 @@ def heads_for_upper(ratio: float) -> float:
     r"""Heads for :func:`chernoff_upper` to return ``ratio`` times ``g`` (``ratio > 1``), per unit of
     :math:`L t / g`: :math:`1 / (\rho - 1 - \log \rho)` (3.26 for ``ratio = 2``)."""
     return 1.0 / _x_minus_log1p(ratio - 1.0)
+
+
+def heads_for_second_moment(ratio: float, z: float, w: float, L: float, t: float) -> float:
+    r"""Heads for :func:`second_moment_upper` to return ``ratio`` times ``z`` (mean ``z``, mean square
+    ``w``, range ``L``): with :math:`y = \sqrt{2t/H}`, :math:`y\,(Ly + \sqrt{L^2y^2 + 4w})/2 = (\rho - 1) z`,
+    increasing in ``y``: bisection, then :math:`H = 2t/y^2`."""
+    D = (ratio - 1.0) * z
+    if not (D > 0 and L > 0):
+        return math.inf
+    lo, hi = 0.0, 1.0
+    while hi * (L * hi + math.sqrt(L * L * hi * hi + 4.0 * w)) / 2.0 < D:
+        hi *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if mid * (L * mid + math.sqrt(L * L * mid * mid + 4.0 * w)) / 2.0 < D:
+            lo = mid
+        else:
+            hi = mid
+    return 2.0 * t / (lo * lo) if lo > 0 else math.inf

@@ -172,7 +172,8 @@ def test_a_round_is_measured_through_a_lens_its_own_heads_never_chose(monkeypatc
 
 
 def test_adaptive_rounds_cover_and_stop_when_tight():
-    """Adaptive rounds: the pilot (identity lens) first, round j spending delta_j = delta / ((j+1)(j+2)),
+    """Adaptive rounds: the pilot (identity lens) first, round j spending at most delta_j = delta / ((j+1)(j+2))
+    over the checkpoints of its two sides,
     the certificate the largest lower and smallest upper bound over the rounds, stopped once upper <= 2
     lower; the interval covers the quadrature value (20 seeds at delta = 0.1: at most 8 misses, the
     1 - 1e-6 quantile of Binomial(20, 0.1)). One sample {-1, 1/2, 1} with q_scale = b_scale = 1
@@ -182,8 +183,10 @@ def test_adaptive_rounds_cover_and_stop_when_tight():
     miss = 0
     for seed in range(20):
         hl = head_law_bound([np.array(case[0][0])[:, None]], delta=DELTA, seed=seed, seconds=None)
-        assert hl.rounds[0].kind == "plain" and hl.rounds[0].heads == rounds.PILOT_HEADS
-        assert [r.delta for r in hl.rounds] == [steps.round_delta(DELTA, j) for j in range(len(hl.rounds))]
+        assert hl.rounds[0].kind == "plain" and hl.rounds[0].round == 0
+        assert max(r.heads for r in hl.rounds if r.round == 0) == rounds.PILOT_HEADS
+        for j in {r.round for r in hl.rounds}:  # each round spends less than delta_j over its checkpoints
+            assert math.fsum(r.delta for r in hl.rounds if r.round == j) < steps.round_delta(DELTA, j)
         assert hl.lower == max(r.lower for r in hl.rounds) and hl.upper == min(r.upper for r in hl.rounds)
         assert hl.status == "positive" and hl.upper <= rounds.TIGHT * hl.lower
         assert hl.heads >= sum(r.heads for r in hl.rounds)
@@ -296,7 +299,7 @@ def test_statement_states_delta_and_json_carries_it():
     lines = hl.report_lines()
     assert "1 - 0.05" in lines[0] and all(len(ln) <= 140 for ln in lines)
     d = hl.to_dict()
-    assert d["delta"] == 0.05 and d["lower"] == hl.lower and d["rounds"][0]["heads"] == 500
+    assert d["delta"] == 0.05 and d["lower"] == hl.lower and max(r["heads"] for r in d["rounds"]) == 500
 
 
 @pytest.mark.parametrize("kw", [{"delta": 0.0}, {"delta": 1.0}, {"heads": 0}, {"seconds": -1.0},

@@ -90,3 +90,11 @@ def test_heads_for_upper_inverts_chernoff_upper(ratio):
     L, t, g = 3.0, 12.0, 1e-3
     H = steps.heads_for_upper(ratio) * L * t / g
     assert abs(steps.chernoff_upper(g, L, H, t) / g - ratio) < 1e-8
+
+
+@pytest.mark.parametrize("ratio", [2.0, 1.25])
+def test_heads_for_second_moment_inverts_second_moment_upper(ratio):
+    """At heads_for_second_moment(ratio) heads, second_moment_upper(z, w) = ratio z."""
+    z, w, L, t = 1e-3, 3e-6, 2.0, 15.0
+    H = steps.heads_for_second_moment(ratio, z, w, L, t)
+    assert abs(steps.second_moment_upper(z, w, L, H, t) / z - ratio) < 1e-8
