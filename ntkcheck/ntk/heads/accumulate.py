@@ -112,6 +112,7 @@ class RoundSums:
         self._z1 = self._z2 = 0.0  # sums of per-head upper bounds of Z_h and Z_h^2
         self._R = max(float(np.max(np.abs(law.atoms))) for law in laws) * math.sqrt(self.d) * (1.0 + 1e-10)
         self.z_finite = True
+        self.last_scales: np.ndarray | None = None  # s_h of the last block in the Gram (for checks)
         self.seconds_gram = 0.0
         self.seconds_features = 0.0
 
@@ -221,6 +222,7 @@ class RoundSums:
             if self._p is None:
                 self._p = rnd._perron_vector(A)
             self._w += A @ (A.T @ self._p)
+        self.last_scales = s
         self._E2 += float(np.sum(e * e))
         self._K += k * d
         self._blocks += 1
