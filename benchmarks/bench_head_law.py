@@ -73,7 +73,7 @@ def _lens(laws: list, d: int) -> Lens:
         Q, b = draw_block(k, min(sums.per_block(), pilot - k), d, q_scale=1.0, b_scale=1.0, dist="gaussian", seed=1)
         sums.add(Q, b, gram=True)
     est = Estimate(M)
-    est.add(sums, None)
+    est.set(0, sums, None)
     import ntkcheck.ntk.heads.preconditioner as pc
 
     old, pc.CHOICE = pc.CHOICE, "preconditioned"

@@ -100,8 +100,9 @@ class RoundSums:
         self.d = laws[0].dim
         self._groups = _groups(self.laws, 1)  # rows sqrt(m_ia) phi_ia: one head's W^{1/2} Phi
         self.S = np.zeros((self.M, self.M), order="F") if gram else None
-        self.heads = 0
+        self.heads = 0  # heads in the form along v
         self.heads_gram = 0
+        self.drawn = 0
         self.truncated = 0
         self._p: np.ndarray | None = None
         self._w = np.zeros(self.M)
@@ -131,19 +132,19 @@ class RoundSums:
         if not (math.isfinite(bound) and bound <= SCORE_LIMIT):
             check_score_range([law.atoms for law in self.laws], Q, b)
 
-    def add(self, Q: np.ndarray, b: np.ndarray, gram: bool) -> None:
-        """Add a block of heads: their features, the form along ``v``, and (``gram``) the Gram.
+    def add(self, Q: np.ndarray, b: np.ndarray, gram: bool, form: bool = True) -> None:
+        """Add a block of heads: their features, (``form``) the form along ``v``, (``gram``) the Gram.
 
         Below ``M = 512`` the whole block runs on one BLAS thread: its products are thin
         (``M x M`` by ``M x k d``, rank-``k d`` updates of an ``M x M`` Gram) and OpenBLAS's threaded
         kernels were measured 1.5-10x slower on them when the other core is busy."""
         if self.M < _THREADED_M:
             with rnd.serial_blas():
-                self._add(Q, b, gram)
+                self._add(Q, b, gram, form)
         else:
-            self._add(Q, b, gram)
+            self._add(Q, b, gram, form)
 
-    def _add(self, Q: np.ndarray, b: np.ndarray, gram: bool) -> None:
+    def _add(self, Q: np.ndarray, b: np.ndarray, gram: bool, form: bool) -> None:
         import time
 
         t0 = time.perf_counter()
@@ -157,9 +158,10 @@ class RoundSums:
         with np.errstate(over="ignore", invalid="ignore"):
             E2h = d * np.sum(er * er, axis=0) * (1.0 + rnd.gamma(self.M + 4))  # ||F_h - F^_h||_F^2
         bad = ~np.isfinite(E2h)
-        if self.lens.v is not None:
+        if form and self.lens.v is not None:
             self._form(F, E2h, bad)
-        self.heads += k
+            self.heads += k
+        self.drawn += k
         t1 = time.perf_counter()
         self.seconds_features += t1 - t0
         if gram and self.S is not None:

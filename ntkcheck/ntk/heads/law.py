@@ -314,12 +314,15 @@ def head_law_bound(
     npilot = rounds.pilot_size(s) if pilot_heads is None else int(pilot_heads)
     est: tuple[float, float] | None = None
     if heads is not None:
-        outs, _ = rounds.run_fixed(s, delta, int(heads), npilot)
+        outs = rounds.run_fixed(s, delta, int(heads), npilot)
         why = f"{heads} heads, as asked (after a pilot of {npilot} heads that chose the lens)"
         drawn = int(heads) + npilot + rounds.CALIBRATION_HEADS
     else:
         outs, why, (need_g, need_u, rates) = rounds.run_adaptive(s, delta, seconds, npilot)
-        drawn = sum(o.heads for o in outs) + rounds.CALIBRATION_HEADS * max(len(outs) - 1, 0)
+        per_round: dict[int, int] = {}
+        for o in outs:
+            per_round[o.round] = max(per_round.get(o.round, 0), o.heads)
+        drawn = sum(per_round.values()) + rounds.CALIBRATION_HEADS * max(len(per_round) - 1, 0)
         est = _estimate(need_g, need_u, rates, s, delta, pilot)
     secs = time.perf_counter() - t0
     n_est, s_est = (None, None) if est is None or not math.isfinite(est[0]) else (int(est[0]), est[1])

@@ -41,24 +41,34 @@ TRUNCATION_QUANTILES = (0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
 
 
 class Estimate:
-    r"""A running float estimate :math:`\hat K` of :math:`K_\rho` from the Grams of finished rounds
-    (undoing each round's preconditioner: :math:`T^{-1}\tilde G T^{-1}`, a little low where heads were
-    truncated), weighted by their head counts. It only chooses lenses: no statement uses it."""
+    r"""A float estimate :math:`\hat K` of :math:`K_\rho` from the Grams of the rounds so far (undoing each
+    round's preconditioner: :math:`T^{-1}\tilde G T^{-1}`, a little low where heads were truncated),
+    weighted by their head counts; :meth:`set` replaces a round's contribution as it grows. It only
+    chooses lenses: no statement uses it."""
 
     def __init__(self, M: int) -> None:
-        self.K = np.zeros((M, M))
-        self.heads = 0
+        self.M = M
+        self._parts: dict[int, tuple[np.ndarray, int]] = {}
 
-    def add(self, sums: RoundSums, Tinv: np.ndarray | None) -> None:
+    def set(self, j: int, sums: RoundSums, Tinv: np.ndarray | None) -> None:
         if sums.heads_gram == 0 or sums.S is None:
             return
         G = sums.S / float(sums.heads_gram)
         G = np.tril(G) + np.tril(G, -1).T
         if Tinv is not None:
             G = Tinv @ G @ Tinv
-        n = sums.heads_gram
-        self.K = (self.K * self.heads + G * n) / (self.heads + n)
-        self.heads += n
+        self._parts[j] = (G, sums.heads_gram)
+
+    @property
+    def heads(self) -> int:
+        return sum(n for _, n in self._parts.values())
+
+    @property
+    def K(self) -> np.ndarray:
+        n = self.heads
+        if n == 0:
+            return np.zeros((self.M, self.M))
+        return sum((G * (k / n) for G, k in self._parts.values()), np.zeros((self.M, self.M)))
 
 
 def _norm_bound(T: np.ndarray, top: float) -> float:

@@ -35,8 +35,6 @@ MAX_HEADS = 1 << 34
 CALIBRATION_HEADS = 256
 #: stream numbers: round j draws from stream j; calibration blocks from _CALIB + j
 _CALIB = 1 << 20
-#: checkpoints per side of a round (its full size, half, a quarter)
-CHECKPOINTS = 3
 #: the rounds stop once upper <= TIGHT * lower
 TIGHT = 1.25
 #: each side of a round is sized for this ratio to the estimate (lower) and its inverse (upper)
@@ -102,57 +100,105 @@ class Plan:
     total: int
 
 
-def marks(n: int) -> list[tuple[int, int]]:
-    """Checkpoints ``(heads, i)`` of a side of ``n`` heads: ``n / 2^i`` for ``i < CHECKPOINTS`` (those of at
-    least ``MIN_HEADS``, and ``n`` itself), smallest first."""
-    out: dict[int, int] = {}
-    for i in range(CHECKPOINTS - 1, -1, -1):
-        m = n >> i
-        if i == 0 or m >= MIN_HEADS:
-            out.setdefault(m, i)
-    return sorted(out.items())
-
-
 def share(delta_j: float, i: int) -> float:
-    r"""Failure probability of checkpoint ``i`` of one side of round ``j``: :math:`\delta_j 2^{-(i+2)}`
-    (summed over the checkpoints of both sides, less than :math:`\delta_j`)."""
-    return delta_j / 2.0 ** (i + 2)
+    r"""Failure probability of checkpoint ``i`` of one side of round ``j``:
+    :math:`\frac{\delta_j}{2} \frac{1}{(i+1)(i+2)}` (summed over all checkpoints of both sides: :math:`\delta_j`)."""
+    return delta_j / (2.0 * (i + 1) * (i + 2))
 
 
-def run_round(s: Setup, j: int, lens: Lens, plan: Plan, delta_j: float, deadline: float | None,
-              stream: int) -> tuple[list[Outcome], RoundSums, bool]:
-    """Draw ``plan.total`` heads from ``stream`` (the first ``plan.gram`` into the Gram), with bounds at the
-    checkpoints of :func:`marks` of either side. When the deadline passes first the checkpoints reached
-    are returned (their sizes were fixed before any head was drawn) and ``finished`` is False."""
-    t0 = time.perf_counter()
-    sums = RoundSums(s.laws, lens)
-    gm, fm = marks(plan.gram), marks(plan.total) if lens.v is not None else []
-    outs: list[Outcome] = []
-    k = 0
-    while sums.heads < plan.total:
-        if deadline is not None and time.perf_counter() > deadline:
-            return outs, sums, False
-        gram = sums.heads_gram < plan.gram
-        nxt = [m - sums.heads_gram for m, _ in gm if m > sums.heads_gram] if gram else []
-        nxt += [m - sums.heads for m, _ in fm if m > sums.heads]
-        c = min([sums.per_block(gram), plan.total - sums.heads, *nxt])
-        Q, b = s.block(k, c, stream)
-        sums.add(Q, b, gram=gram)
-        k += 1
-        for m, i in gm:
-            if gram and sums.heads_gram == m:
-                outs.append(replace(lower_at(s, lens, sums, share(delta_j, i), time.perf_counter() - t0), round=j))
-        for m, i in fm:
+def checkpoint(base: int, i: int) -> int:
+    """Heads at checkpoint ``i`` of a side of base size ``base``: ``base 2^(i - 2)`` (a quarter, half, the
+    base, then doublings past it), at least 1."""
+    return max(1, base << (i - 2) if i >= 2 else base >> (2 - i))
+
+
+class Round:
+    r"""One round: a lens and a stream fixed before its heads are drawn, and base sizes ``plan``.
+
+    The Gram's heads are the blocks ``0, 1, ...`` of stream ``(j, 0)``; the form's heads are the first
+    ``plan.gram`` of those, then the blocks of stream ``(j, 1)``: every checkpoint's set of heads is
+    fixed in advance, whatever the schedule later decides. Each side has checkpoints at
+    :func:`checkpoint` sizes (a quarter of its base, half, the base, then doublings, as far as the
+    round is extended), checkpoint ``i`` at failure probability :func:`share`; a checkpoint smaller than
+    ``MIN_HEADS`` (but the base) is skipped."""
+
+    def __init__(self, s: Setup, j: int, lens: Lens, plan: Plan, delta_j: float, stream: int,
+                 single: bool = False) -> None:
+        self.s, self.j, self.lens, self.plan, self.delta_j, self.stream = s, j, lens, plan, delta_j, stream
+        self.single = single  # one checkpoint per side, at the base, with half of delta_j each
+        self.sums = RoundSums(s.laws, lens)
+        self.outs: list[Outcome] = []
+        self._t0 = time.perf_counter()
+        self._ka = self._kb = 0  # next block of either stream
+        self._ga = 0  # heads of stream (j, 0) drawn
+        self._ig = self._if = 0  # next checkpoint index of either side
+        self._lg = self._lf = 0  # size of the last checkpoint emitted on either side
+        self._form = lens.v is not None
+
+    def _share(self, i: int) -> float:
+        return self.delta_j / 2.0 if self.single else share(self.delta_j, i)
+
+    def _next(self, base: int, i: int, last: int) -> tuple[int, int]:
+        """The next checkpoint ``(size, index)`` above the size ``last`` emitted, from index ``i`` on
+        (skipping those below ``MIN_HEADS``, but never the base; only the base when ``single``)."""
+        if self.single:
+            return (base, 2) if last < base else (1 << 62, 3)
+        while True:
+            m = checkpoint(base, i)
+            if m > last and (m >= MIN_HEADS or i >= 2):
+                return m, i
+            i += 1
+
+    def advance(self, gram: int, total: int, deadline: float | None) -> bool:
+        """Draw until the Gram has ``gram`` heads and the form ``total`` (Gram first); False when the
+        deadline passed first (the checkpoints reached are in ``outs``)."""
+        sums, s = self.sums, self.s
+        while sums.heads_gram < gram or (self._form and sums.heads < total):
+            if deadline is not None and time.perf_counter() > deadline:
+                return False
+            if sums.heads_gram < gram:  # stream (j, 0): the Gram, and the form while inside the base Gram
+                in_form = self._form and self._ga < self.plan.gram
+                c = min(sums.per_block(True), gram - sums.heads_gram,
+                        self._next(self.plan.gram, self._ig, self._lg)[0] - sums.heads_gram)
+                if in_form:
+                    c = min(c, self.plan.gram - self._ga,
+                            self._next(self.plan.total, self._if, self._lf)[0] - sums.heads)
+                Q, b = s.block(self._ka, c, 2 * self.stream)
+                self._ka += 1
+                self._ga += c
+                sums.add(Q, b, gram=True, form=in_form)
+            else:  # stream (j, 1): the form only
+                c = min(sums.per_block(False), total - sums.heads,
+                        self._next(self.plan.total, self._if, self._lf)[0] - sums.heads)
+                Q, b = s.block(self._kb, c, 2 * self.stream + 1)
+                self._kb += 1
+                sums.add(Q, b, gram=False, form=True)
+            self._check()
+        return True
+
+    def _check(self) -> None:
+        """Bounds at the checkpoints just reached."""
+        sums = self.sums
+        m, i = self._next(self.plan.gram, self._ig, self._lg)
+        if sums.heads_gram == m:
+            self.outs.append(replace(lower_at(self.s, self.lens, sums, self._share(i), self._seconds()),
+                                     round=self.j))
+            self._ig, self._lg = i + 1, m
+        if self._form:
+            m, i = self._next(self.plan.total, self._if, self._lf)
             if sums.heads == m:
-                outs.append(replace(upper_at(s, lens, sums, share(delta_j, i), time.perf_counter() - t0), round=j,
-                                    side="upper"))
-    return outs, sums, True
+                self.outs.append(replace(upper_at(self.s, self.lens, sums, self._share(i), self._seconds()),
+                                         round=self.j, side="upper"))
+                self._if, self._lf = i + 1, m
+
+    def _seconds(self) -> float:
+        return time.perf_counter() - self._t0
 
 
 def _outcome(s: Setup, lens: Lens, sums: RoundSums, c: float | None, g: float, z: float | None,
              w: float | None, lower: float, upper: float, delta: float, seconds: float) -> Outcome:
     kind = "plain" if lens.T is None else "preconditioned"
-    return Outcome(sums.heads, sums.heads_gram, c, g, z, w, lower, upper, delta, seconds, kind, sums.truncated,
+    return Outcome(sums.drawn, sums.heads_gram, c, g, z, w, lower, upper, delta, seconds, kind, sums.truncated,
                    s.L if lens.T is None else lens.B)
 
 
@@ -195,8 +241,8 @@ class Rates:
     def update(self, sums: RoundSums) -> None:
         if sums.heads_gram:
             self.gram = sums.seconds_gram / sums.heads_gram
-        if sums.heads:
-            self.features = sums.seconds_features / sums.heads
+        if sums.drawn:
+            self.features = sums.seconds_features / sums.drawn
 
     def seconds(self, plan: Plan) -> float:
         return plan.gram * (self.gram + self.features) + (plan.total - plan.gram) * self.features
@@ -234,55 +280,76 @@ def plan_next(s: Setup, est: Estimate, lens: Lens, prev: Plan, t: float, rates: 
     return plan, two_g, two_u
 
 
-def run_fixed(s: Setup, delta: float, heads: int, pilot: int) -> tuple[list[Outcome], list[Lens]]:
-    """A pilot of ``pilot`` heads (no statement: it only chooses the lens), then one round of
-    ``heads`` heads with all of ``delta``."""
+def run_fixed(s: Setup, delta: float, heads: int, pilot: int) -> list[Outcome]:
+    """A pilot of ``pilot`` heads (no statement: it only chooses the lens), then one round of ``heads``
+    heads with all of ``delta`` (half for each side, no intermediate checkpoints)."""
     est = Estimate(s.M)
-    id_lens = Lens(None, 1.0, 1.0, s.L)
-    _, sums, _ = run_round(s, 0, id_lens, Plan(pilot, pilot), 0.5, None, stream=_CALIB - 1)
-    est.add(sums, None)
+    first = Round(s, 0, Lens(None, 1.0, 1.0, s.L), Plan(pilot, pilot), 0.5, stream=_CALIB - 1)
+    first.advance(pilot, pilot, None)
+    est.set(0, first.sums, None)
     lens, _ = make_lens(est, s.laws, s.L, s.block(0, CALIBRATION_HEADS, _CALIB), heads, math.log(2.0 / delta))
-    outs, _, _ = run_round(s, 1, lens, Plan(heads, heads), delta, None, stream=1)
-    return outs, [lens]
+    r = Round(s, 1, lens, Plan(heads, heads), delta, stream=1, single=True)
+    r.advance(heads, heads, None)
+    return r.outs
+
+
+def _tight(outs: list[Outcome]) -> bool:
+    lo, up = max(o.lower for o in outs), min(o.upper for o in outs)
+    return lo > 0 and up <= TIGHT * lo
 
 
 def run_adaptive(s: Setup, delta: float, seconds: float | None,
                  pilot: int) -> tuple[list[Outcome], str, tuple[float, float, Rates]]:
     """Rounds until ``upper <= TIGHT * lower``, the deadline, or ``MAX_HEADS``; the outcomes, why they
-    stopped, and the heads (Gram, form) a factor 2 would need with the measured rates."""
-    t0 = time.perf_counter()
-    deadline = None if seconds is None else t0 + seconds
+    stopped, and the heads (Gram, form) a factor 2 would need with the measured rates.
+
+    After a round reaches its base sizes, a new round (a new lens from every earlier head) starts when
+    its planned sizes fit in ``_LAST`` of the time left and its Gram at least doubles the current one;
+    otherwise the current round is extended (its sizes doubled, same lens, same streams)."""
+    deadline = None if seconds is None else time.perf_counter() + seconds
     est, rates = Estimate(s.M), Rates()
-    lens = Lens(None, 1.0, 1.0, s.L)
+    cur = Round(s, 0, Lens(None, 1.0, 1.0, s.L), Plan(pilot, pilot), tb.round_delta(delta, 0), stream=0)
+    done: list[Outcome] = []
     Tinv: np.ndarray | None = None
-    plan = Plan(pilot, pilot)
-    outs: list[Outcome] = []
     need = (math.inf, math.inf)
-    j = 0
+    g, tot = pilot, pilot
     while True:
-        got, sums, finished = run_round(s, j, lens, plan, tb.round_delta(delta, j), deadline, stream=j)
-        outs += got
+        finished = cur.advance(g, tot, deadline)
+        outs = done + cur.outs
         if not finished:
-            why = (f"the time budget ({seconds:g} s) ran out during round {j + 1} ({plan.total} heads): "
-                   f"{sums.heads} drawn, its checkpoints reached are kept")
+            why = (f"the time budget ({seconds:g} s) ran out during round {cur.j + 1}: its checkpoints reached "
+                   "are kept")
             return outs, why, (*need, rates)
-        rates.update(sums)
-        est.add(sums, Tinv)
-        lo, up = max(o.lower for o in outs), min(o.upper for o in outs)
-        if lo > 0 and up <= TIGHT * lo:
+        rates.update(cur.sums)
+        est.set(cur.j, cur.sums, Tinv)
+        if outs and _tight(outs):
             return outs, f"upper <= {TIGHT:g} x lower", (*need, rates)
-        if plan.total >= MAX_HEADS:
+        if max(g, tot) >= MAX_HEADS:
             return outs, f"the schedule stops at {MAX_HEADS} heads a round", (*need, rates)
         left = None if deadline is None else deadline - time.perf_counter()
         if left is not None and left <= 0:
             return outs, f"the time budget ({seconds:g} s) is spent", (*need, rates)
-        cal = s.block(0, CALIBRATION_HEADS, _CALIB + j + 1)
-        t = math.log(2.0 / tb.round_delta(delta, j + 1))
-        lens, Tinv = make_lens(est, s.laws, s.L, cal, 2 * max(plan.gram, MIN_HEADS), t)
-        left = None if deadline is None else deadline - time.perf_counter()
+        t = math.log(2.0 / tb.round_delta(delta, cur.j + 1))
         square = next((o.w / (o.z * o.z) for o in reversed(outs) if o.z and o.w and math.isfinite(o.w)), 3.0)
-        plan, *need_ = plan_next(s, est, lens, plan, t, rates, left, square)
+        plan, *need_ = plan_next(s, est, cur.lens, Plan(g, tot), t, rates, left, square)
         need = (need_[0], need_[1])
-        if left is not None and plan.gram < MIN_HEADS // 4:
-            return outs, f"the time budget ({seconds:g} s) leaves no room for another round", (*need, rates)
-        j += 1
+        if left is None or plan.gram >= 2 * cur.sums.heads_gram:
+            cal = s.block(0, CALIBRATION_HEADS, _CALIB + cur.j + 1)
+            lens, Tinv = make_lens(est, s.laws, s.L, cal, plan.gram, t)
+            done = outs
+            cur = Round(s, cur.j + 1, lens, plan, tb.round_delta(delta, cur.j + 1), stream=cur.j + 1)
+            g, tot = plan.gram, plan.total
+        else:  # extend the current round (same lens, nested heads): the side(s) further from the estimate
+            g, tot = _extend(outs, est, g, tot)
+
+
+def _extend(outs: list[Outcome], est: Estimate, g: int, tot: int) -> tuple[int, int]:
+    """Doubled sizes for the side whose best bound is further from the estimate of
+    :math:`\\lambda_{\\min}(K_\rho)` (both when they are within 10% of each other)."""
+    lam = max(float(np.linalg.eigvalsh((est.K + est.K.T) * 0.5)[0]), 0.0)
+    lo, up = max(o.lower for o in outs), min(o.upper for o in outs)
+    bad_lo = lam / lo if lo > 0 else math.inf
+    bad_up = up / lam if lam > 0 else math.inf
+    if not (math.isfinite(bad_lo) and math.isfinite(bad_up)) or abs(bad_lo - bad_up) <= 0.1 * min(bad_lo, bad_up):
+        return 2 * g, 2 * tot
+    return (2 * g, tot) if bad_lo > bad_up else (g, 2 * tot)
