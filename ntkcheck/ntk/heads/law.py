@@ -10,25 +10,25 @@ head law :math:`\rho`,
 
 whose finite-head Gram :math:`G_H = \frac1H\sum_h X_{\theta_h}` (:func:`~ntkcheck.ntk.gram_matrix.pipeline.gram`) is
 an unbiased estimator. Every :math:`X_\theta` has :math:`\lambda_{\max} \le L` whatever
-:math:`\rho` (features are convex combinations of atoms). From ``H`` i.i.d. heads and a
-certified lower bound ``c`` (upper bound ``g``) of :math:`\lambda_{\min}(G_H)`, with probability
-at least :math:`1 - \delta` over the heads drawn,
+:math:`\rho` (features are convex combinations of atoms). Rounds of fresh i.i.d. heads, each read
+through a lens fixed by earlier heads (:mod:`~ntkcheck.ntk.heads.preconditioner`), give with
+probability at least :math:`1 - \delta` over all heads drawn
 
 .. math::
 
-    \lambda_{\min}(K_\rho) \ge x^2 - \eta, \quad x^2 + x\sqrt{2Lt/H} + Lt/(3H) = c,
+    \lambda_{\min}(K_\rho) \ge x^2/\|T\|^2 - \eta, \quad x^2 + x\sqrt{2Bt/H} + Bt/(3H) = c_T,
     \qquad
-    \lambda_{\min}(K_\rho) \le U(g) + \eta,
+    \lambda_{\min}(K_\rho) \le U(\bar Z)/|v|^2 + \eta,
 
-the first by Bernstein's inequality applied to :math:`u^T G_H u` (``u`` the bottom
-eigenvector of :math:`K_\rho`: no dimension factor), the second by the matrix Chernoff lower
-tail (J. A. Tropp, "User-friendly tail bounds for sums of random matrices", Found. Comput.
-Math. 12 (2012), Thm. 1.1; a factor ``M``); :math:`\eta` covers the rounding of the drawn
-heads and, for Gaussian heads, of the reduction to the span of the atoms. The heads are
-drawn in blocks and their Gram accumulated with a proved error (features never whole); ``H``
-starts at four times the positivity threshold for a pilot estimate of :math:`\lambda_{\min}` and
-doubles until the lower bound is positive or the time budget is spent, round ``j`` using
-:math:`\delta_j = \delta/((j+1)(j+2))`.
+the first by Bernstein's inequality along the bottom eigenvector of :math:`T K_\rho T` (``c_T`` a
+certified lower bound of the bottom of the Gram of the heads' :math:`T X_\theta T` truncated to the
+range ``B``; no dimension factor; ``T = I``, ``B = L`` in the pilot round), the second by
+Chernoff-Hoeffding or a second-moment bound for the mean :math:`\bar Z` of :math:`v^T X_\theta v`
+along a direction ``v`` (no factor ``M``; matrix Chernoff in the pilot round); :math:`\eta` covers the
+rounding of the drawn heads and, for Gaussian heads, of the reduction to the span of the atoms.
+The heads are drawn in blocks, their sums accumulated with proved errors
+(:mod:`~ntkcheck.ntk.heads.accumulate`); the rounds (:mod:`~ntkcheck.ntk.heads.rounds`) run until
+the bounds are within 25% of each other or the time budget is spent, never refusing up front.
 
 References: seed 003 (Training Infinitely Deep and Wide Transformers) Prop. 5, Prop. 8;
 ``theory/ntk-head-law.md``.

@@ -1,15 +1,16 @@
 r"""The rounds of the head-law certificate: each draws fresh heads, reads its sums through a lens
 chosen from the heads before it, and turns them into bounds at its share of the failure probability.
 
-Round ``j`` spends :math:`\delta_j = \delta/((j+1)(j+2))` (half for each side); the statements of
-all rounds hold together with probability at least :math:`1 - \sum_j \delta_j > 1 - \delta`, so the
-certificate keeps the largest lower and the smallest upper bound over the rounds. Round 0 (the
+Round ``j`` spends at most :math:`\delta_j = \delta/((j+1)(j+2))` over the checkpoints of its two
+sides; the statements of all checkpoints hold together with probability at least
+:math:`1 - \sum_j \delta_j > 1 - \delta`, so the certificate keeps the largest lower and the smallest
+upper bound among them. Round 0 (the
 pilot) uses the identity lens: Bernstein with the range ``L`` below, matrix Chernoff above. Later
 rounds use the preconditioned, truncated Gram below (Bernstein with the range ``B``, divided by
 :math:`\|T\|^2`) and the quadratic form along ``v`` above (scalar Chernoff-Hoeffding, no
-:math:`\log M`). A round's sizes and lens are fixed before its heads are drawn, from the clock and
-from earlier heads only; a round the deadline interrupts is dropped
-(``theory/ntk-head-law.md``, "Adaptive rounds").
+:math:`\log M`). A round's lens and base sizes are fixed before its heads are drawn, from the clock
+and from earlier heads only, and every checkpoint's heads are fixed in advance; a round the
+deadline interrupts keeps the checkpoints it reached (``theory/ntk-head-law.md``, "Adaptive rounds").
 """
 
 from __future__ import annotations
