@@ -275,7 +275,8 @@ def head_law_bound(
         A fixed number of heads: a pilot (``pilot_heads``, no statement) chooses the lens, then one
         round of ``heads`` heads spends all of ``delta``. None: adaptive rounds within ``seconds``.
     seconds : float or None
-        Time budget of the adaptive rounds (None: no limit; they stop once upper <= 2 lower).
+        Time budget of the adaptive rounds (None: no limit; they stop once upper <= 1.25 lower, which
+        can take many heads).
     pilot : float or None
         An estimate of :math:`\lambda_{\min}(K_\rho)` (a draw's :math:`\lambda_{\min}`): only used for
         the report's estimate of the heads needed when no round finishes; never part of the statement.

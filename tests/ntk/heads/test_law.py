@@ -171,15 +171,16 @@ def test_a_round_is_measured_through_a_lens_its_own_heads_never_chose(monkeypatc
     assert np.array_equal(a.T, b_.T) and np.array_equal(a.v, b_.v) and a.B == b_.B
 
 
-def test_adaptive_rounds_cover_and_stop_when_tight():
+def test_adaptive_rounds_cover_and_stop_when_tight(monkeypatch):
     """Adaptive rounds: the pilot (identity lens) first, round j spending at most delta_j = delta / ((j+1)(j+2))
     over the checkpoints of its two sides,
     the certificate the largest lower and smallest upper bound over the rounds, stopped once upper <= 2
-    lower; the interval covers the quadrature value (20 seeds at delta = 0.1: at most 8 misses, the
+    lower (TIGHT set to 2: the default 1.25 takes far longer without a budget); the interval covers the quadrature value (20 seeds at delta = 0.1: at most 8 misses, the
     1 - 1e-6 quantile of Binomial(20, 0.1)). One sample {-1, 1/2, 1} with q_scale = b_scale = 1
     (lambda_min(K_rho) = 0.0019, L = 1) needs thousands of heads."""
     case = ([[-1.0, 0.5, 1.0]], [[1 / 3] * 3], 1.0, 1.0)
     lam, err = _reference(case)
+    monkeypatch.setattr(rounds, "TIGHT", 2.0)  # without a budget the rounds run until upper <= TIGHT lower
     miss = 0
     for seed in range(20):
         hl = head_law_bound([np.array(case[0][0])[:, None]], delta=DELTA, seed=seed, seconds=None)
