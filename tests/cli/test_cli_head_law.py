@@ -99,11 +99,15 @@ def test_bad_head_options_exit_2(capsys, bad):
 
 @pytest.mark.parametrize("command", ["screen", "gram"])
 def test_csv_decimals_below_the_float64_range_get_a_sentence(capsys, tmp_path, command):
-    """Issue 30: CSV decimals 1e-400 are read exactly, their float64 view is 0; the head-law step says
-    so in a sentence (status 'not run') instead of ending in a ZeroDivisionError (exit 4)."""
+    """Issue 30: CSV decimals 1e-400 are read exactly (0 and 1e-400 are distinct atoms), their float64
+    view is 0; screen and gram run their Gram, head search and head-law bound in float64, where those two
+    rows coincide, so they refuse with one line naming both exact values (exit 2), never a traceback
+    (exit 4). The head-law step's own sentence for such laws ('not run') is tested in
+    tests/ntk/heads/test_law.py; the exact verdict of decide on the same file is tested in
+    tests/test_exact_inputs.py."""
     f = tmp_path / "tiny.csv"
     f.write_text("sample,x0\n0,0\n0,1e-400\n1,0\n1,3e-400\n2,1\n2,2\n")
-    code, d = _json(capsys, [command, str(f), "--json"])
-    assert code in (0, 1, 3)
-    hl = d["head_law"]
-    assert hl["status"] == "not run" and hl["lower"] is None and "float64" in hl["statement"]
+    code = main([command, str(f), "--json"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "same nearest doubles" in err[0] and "1.0e-400 exactly" in err[0], err
