@@ -37,7 +37,7 @@ __all__ = [
     # the NTK Gram at FixUp
     "gram", "GramResult", "Heads", "init_heads",
     # a symmetric matrix made elsewhere (an empirical NTK)
-    "certify_matrix", "MatrixCertificate",
+    "certify_matrix", "certify_jacobian", "MatrixCertificate",
     # screening token data
     "screen", "ScreenReport", "plot_report",
     # errors
@@ -90,6 +90,7 @@ from .io.files import load_samples as load_samples
 
 # a symmetric matrix made elsewhere (module ``ntkcheck.ntk.certificate.user_matrix``)
 from .ntk.certificate.user_matrix import MatrixCertificate as MatrixCertificate
+from .ntk.certificate.jacobian import certify_jacobian as certify_jacobian
 from .ntk.certificate.user_matrix import certify_matrix as certify_matrix
 
 # the NTK Gram at FixUp (module ``ntkcheck.ntk.gram_matrix.pipeline``; the function is ``gram``)

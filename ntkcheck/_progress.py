@@ -108,3 +108,37 @@ def _checked(iterable: Iterable[Any], desc: str) -> Iterator[Any]:
     for item in iterable:
         checkpoint(desc)
         yield item
+
+
+class StepBar:
+    """A bar over the named steps of one computation (``certify``: eigenvalues, Cholesky, exact rank).
+
+    ``start(name, seconds)`` ends the previous step and names the next; a step estimated at
+    :data:`DELAY` seconds or more, or any step once the computation has run that long, is shown
+    at once (a bar is otherwise drawn only by an update, and one LAPACK call updates nothing for its
+    whole duration). Every ``start`` is a checkpoint of the time budget. Use as a context manager.
+    """
+
+    def __init__(self, total: int, *, desc: str, enabled: bool | None) -> None:
+        import time
+
+        self._bar = progress_bar(total, desc=desc, unit="step", enabled=enabled)
+        self._desc, self._started, self._t0 = desc, False, time.perf_counter()
+
+    def start(self, name: str, seconds: float = 0.0) -> None:
+        import time
+
+        if self._started:
+            self._bar.update(1)
+        else:
+            checkpoint(self._desc)
+        self._started = True
+        self._bar.set_description_str(f"{self._desc}: {name}", refresh=False)
+        if not self._bar.disable and (seconds >= _delay() or time.perf_counter() - self._t0 >= _delay()):
+            self._bar.refresh()
+
+    def __enter__(self) -> StepBar:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._bar.close()

@@ -82,7 +82,7 @@ def seconds(x: str) -> float:
 
 #: ``--max-seconds`` of each long command by default (the API's ``time_budget`` defaults are the same;
 #: ``decide`` calls it the budget of each decision and also takes ``--timeout``)
-MAX_SECONDS: dict[str, float] = {"decide": 60.0, "flow": 50.0, "screen": 300.0, "gram": 300.0, "claims": 1800.0,
+MAX_SECONDS: dict[str, float] = {"decide": 60.0, "certify": 300.0, "flow": 50.0, "screen": 300.0, "gram": 300.0, "claims": 1800.0,
                                  "experiment": 900.0, "sweep": 3600.0}
 
 
@@ -119,10 +119,12 @@ EXIT_CODES: dict[str, str] = {
             "(--no-certify, or the certificate cut short by --max-seconds); 2 bad input, or a float64 Gram that "
             "cannot finish within --max-seconds (refused with the estimate).",
     "certify": "0 certified positive (lambda_min >= the bound printed, for every symmetric matrix within "
-               "--abs-error of the file); 1 certified not positive definite, only from an exact proof: singular "
-               "(the exact rank of the numbers given, --abs-error 0) or indefinite (a vector with x^T S x < 0 for "
-               "every such S); 3 not certified (e.g. below float64 resolution); 2 bad input (not square, NaN, "
-               "not symmetric beyond 2 x --abs-error).",
+               "--abs-error of the file, or every J J^T with J within --abs-error of the Jacobian); 1 certified not "
+               "positive definite, only from an exact proof: singular (a Jacobian with more rows than columns, or "
+               "the exact rank of the numbers given, --abs-error 0) or indefinite (a vector with x^T S x < 0 for "
+               "every such S, or an exact determinant); 3 not certified (e.g. below float64 resolution, or "
+               "--max-seconds spent); 2 bad input (not square, NaN, not symmetric beyond 2 x --abs-error, a memory "
+               "estimate over what is available).",
     "flow": "0 the run ended (certified or not: the report says which); 1 the Thm. 8.5 guarantee is "
             "certified but the run contradicts it (a record above the rounding floor exceeds the guaranteed "
             "envelope exp(-rate s) Loss(0), or the displacement exceeds the guaranteed radius); 2 bad input.",

@@ -28,6 +28,48 @@ def _lambda_min_exact(S: np.ndarray) -> float:
         return float(min(mpmath.eigsy(mpmath.matrix(S.tolist()), eigvals_only=True)))
 
 
+def _leading_minors(A: np.ndarray) -> list[Fraction]:
+    """The leading principal minors of the float matrix's exact values, by Fraction elimination
+    with no pivoting (a zero pivot ends the list: the next minors are not needed)."""
+    M = [[Fraction(float(v)) for v in row] for row in A]
+    n, out, det = len(M), [], Fraction(1)
+    for k in range(n):
+        if M[k][k] == 0:
+            out.append(Fraction(0))
+            return out
+        det *= M[k][k]
+        out.append(det)
+        for i in range(k + 1, n):
+            f = M[i][k] / M[k][k]
+            M[i] = [a - f * b for a, b in zip(M[i], M[k])]
+    return out
+
+
+def _det_exact(A: np.ndarray) -> Fraction:
+    """The determinant of the float matrix's exact values (Fraction elimination with row pivoting)."""
+    M = [[Fraction(float(v)) for v in row] for row in A]
+    n, det = len(M), Fraction(1)
+    for k in range(n):
+        p = next((i for i in range(k, n) if M[i][k] != 0), None)
+        if p is None:
+            return Fraction(0)
+        if p != k:
+            M[k], M[p] = M[p], M[k]
+            det = -det
+        det *= M[k][k]
+        for i in range(k + 1, n):
+            f = M[i][k] / M[k][k]
+            M[i] = [a - f * b for a, b in zip(M[i], M[k])]
+    return det
+
+
+def _not_psd_exactly(A: np.ndarray) -> bool:
+    """Whether the exact matrix has a negative eigenvalue: a negative determinant, or a positive one
+    with a leading minor <= 0 (then not positive definite, and a PSD matrix with det > 0 is PD)."""
+    det = _det_exact(A)
+    return det < 0 or (det > 0 and min(_leading_minors(A)) <= 0)
+
+
 def _rank_exact(A: np.ndarray) -> int:
     """Rank over Q by fraction-exact Gaussian elimination."""
     M = [[Fraction(float(v)) for v in row] for row in A]
@@ -121,10 +163,12 @@ def test_rounded_singular_gram_is_refused(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code in (1, 3) and "below float64 resolution" in out
     res = certify_matrix(A)
-    if res.status == "certified indefinite":
+    if res.status == "certified indefinite" and res.vector is not None:
         x = [Fraction(float(v)) for v in res.vector]
         q = sum(x[i] * Fraction(float(A[i, j])) * x[j] for i in range(20) for j in range(20))
         assert q < 0
+    elif res.status == "certified indefinite":  # by the exact determinant / minors (n <= 64)
+        assert res.method == "exact-determinant" and _not_psd_exactly(A)
     else:
         assert res.status == "not certified"
 
@@ -200,7 +244,7 @@ def test_tokens_tell_data_from_rounding(tmp_path, capsys):
 
 
 def test_api_refuses_bad_error_bounds():
-    for bad in (-1.0, float("inf"), "1e-3", None):
+    for bad in (-1.0, float("inf"), "1e-3", True):
         with pytest.raises(InputError, match="abs_error"):
             certify_matrix(np.eye(2), abs_error=bad)
 
@@ -236,7 +280,7 @@ def test_entries_beyond_float64_are_certified_as_given(case):
     truth = _exact_class(exact)
     res = certify_matrix(case)
     assert res.rounding > 0 and res.abs_error >= res.rounding
-    assert "rounded to float64" in res.statement
+    assert "rounded to float64" in " ".join(res.notes)
     status = {"certified positive": "positive", "certified singular": "singular",
               "certified indefinite": "indefinite"}.get(res.status)
     assert status in (None, truth), (res.status, truth)
