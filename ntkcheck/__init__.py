@@ -36,7 +36,7 @@ __all__ = [
     "decide", "Decision", "Verdict",
     # the NTK Gram at FixUp
     "gram", "GramResult", "Heads", "init_heads",
-    # a symmetric matrix made elsewhere (an empirical NTK)
+    # an NTK made elsewhere (an empirical NTK: its matrix or its Jacobian)
     "certify_matrix", "certify_jacobian", "MatrixCertificate",
     # screening token data
     "screen", "ScreenReport", "plot_report",
@@ -88,9 +88,9 @@ from .independence.results import Verdict as Verdict
 from .io.files import load_laws as load_laws
 from .io.files import load_samples as load_samples
 
-# a symmetric matrix made elsewhere (module ``ntkcheck.ntk.certificate.user_matrix``)
-from .ntk.certificate.user_matrix import MatrixCertificate as MatrixCertificate
+# an NTK made elsewhere: its matrix or its Jacobian (modules ``ntkcheck.ntk.certificate.user_matrix``, ``.jacobian``)
 from .ntk.certificate.jacobian import certify_jacobian as certify_jacobian
+from .ntk.certificate.user_matrix import MatrixCertificate as MatrixCertificate
 from .ntk.certificate.user_matrix import certify_matrix as certify_matrix
 
 # the NTK Gram at FixUp (module ``ntkcheck.ntk.gram_matrix.pipeline``; the function is ``gram``)
