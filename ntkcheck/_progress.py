@@ -142,3 +142,41 @@ class StepBar:
 
     def __exit__(self, *exc: Any) -> None:
         self._bar.close()
+
+
+class ClockBar:
+    """A bar of the seconds spent against a time budget, for a step that reports no progress of its own
+    (a decision: its routes check the budget, they do not count their work). A daemon thread updates it
+    twice a second; nothing is shown for steps shorter than :data:`DELAY`. Use as a context manager."""
+
+    def __init__(self, seconds: float, *, desc: str, enabled: bool | None) -> None:
+        self._bar = progress_bar(float(seconds), desc=desc, unit="s", enabled=enabled, fractional=True)
+        self._seconds = float(seconds)
+        self._thread: Any = None
+
+    def __enter__(self) -> ClockBar:
+        import threading
+        import time
+
+        if self._bar.disable:
+            return self
+        stop = threading.Event()
+        start = time.perf_counter()
+
+        def tick() -> None:
+            while not stop.wait(0.5):
+                done = min(time.perf_counter() - start, self._seconds)
+                self._bar.n = done  # no update(): the budget's checkpoints belong to the caller's thread
+                if done >= _delay():
+                    self._bar.refresh()
+
+        self._stop = stop
+        self._thread = threading.Thread(target=tick, name="ntkcheck: progress clock", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        self._bar.close()

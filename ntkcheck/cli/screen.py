@@ -34,7 +34,7 @@ from ._args import (
     positive_int,
     seed_int,
 )
-from ._paths import plot_path
+from ._paths import certificate_path, plot_path
 from ._screen_text import gram_lines, heads_json, structured
 
 _PATH_HELP = (".npy (n, N, d) or .npz (sample_0, sample_1, ...) token file (default: the bundled example, "
@@ -84,7 +84,7 @@ def _head_options(p: argparse.ArgumentParser) -> None:
                    f"{DEFAULT_MIN_RELATIVE_LAMBDA:g}: about 5e11 gradient steps per e-fold, and what a perturbation of "
                    "the data of relative size 1e-6 can change); a Gram certified positive below it exits 3 with the "
                    "near-dependency named; 0 turns the gate off")
-    p.add_argument("--certificate-out", metavar="FILE.json", default=None,
+    p.add_argument("--certificate-out", metavar="FILE.json", default=None, type=certificate_path,
                    help="write the certificates (the inputs and what a verifier needs) to FILE.json, re-checked by "
                    "`python -m ntkcheck.verify FILE.json`")
     p.add_argument("--spectrum", choices=("extremal", "full"), default="extremal",
