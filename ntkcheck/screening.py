@@ -76,7 +76,7 @@ from .ntk.gram_matrix.pipeline import GramResult, certify_result, gram
 from .ntk.heads import law as _head_law
 from .ntk.heads.law import HeadLawBound
 from .ntk.heads.rank import default_head_count
-from .ntk.heads.search import HeadSearch, search_heads
+from .ntk.heads.search import HeadSearch, proved_by_rank, search_heads
 from .ntk.prop8.crosscheck import CrosscheckResult, crosscheck
 from .ntk.prop8.structure import DependenceStructure, dependence_structure
 
@@ -169,7 +169,8 @@ class ScreenReport:
         rigorous bound, but under that fraction: no training reaches the rate, and the data are
         near a dependency, :attr:`near_dependency`), ``"certified singular"`` (an exact CGF
         dependency with overlap: Prop. 8 proves the kernel; or an exact proof on these heads,
-        Gram status ``"singular"``), ``"positive in float64 only"``,
+        Gram status ``"singular"``; or the rank of these heads: ``H d < M``, or the certified rank
+        bound :math:`r + (H - 1) A < M`), ``"positive in float64 only"``,
         ``"not certified"``. ``ntkcheck screen``'s exit status is read from it."""
         g, cc = self.gram, self.crosscheck
         checks = [cc] + ([self.complement] if self.complement is not None else [])
@@ -179,6 +180,8 @@ class ScreenReport:
             return ("certified positive" if useful_rate(g, self.min_relative_lambda)
                     else "certified positive, below a useful rate")
         if g.status == "singular" or (cc.weak.dependent and cc.statement == "necessity" and cc.agreement == "agrees"):
+            return "certified singular"
+        if proved_by_rank(cc.kernel, g):  # H d < M, or the certified rank bound r + (H - 1) A < M
             return "certified singular"
         return "positive in float64 only" if g.positive else "not certified"
 

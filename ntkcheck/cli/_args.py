@@ -107,15 +107,16 @@ EXIT_CODES: dict[str, str] = {
               "says, 1 a verdict disagrees with the seed, 3 some verdict inconclusive.",
     "screen": "0 NTK Gram certified positive with a useful rate (a rigorous lower bound on lambda_min of at least "
               "--min-relative-lambda times lambda_max) and the Prop. 8 cross-check agrees; "
-              "1 Gram singular, certified by an exact CGF dependency with overlap (Prop. 8) or by an exact proof "
-              "on these heads, or the cross-check disagrees; 3 certified positive but below the useful rate "
+              "1 Gram singular, certified by an exact CGF dependency with overlap (Prop. 8), by an exact proof "
+              "on these heads or by their rank (H d < M, or the certified bound r + (H - 1) A < M), or the "
+              "cross-check disagrees; 3 certified positive but below the useful rate "
               "(a near-dependency, named), or not certified (positive in float64 only, --no-certify, no "
               "prediction, a certificate that holds only for the float64 rounding of tokens or heads "
               "given at other values, or one cut short by --max-seconds); 2 bad input, or a float64 Gram that "
               "cannot finish within --max-seconds (refused with the estimate).",
     "gram": "0 Gram certified positive with a useful rate (the route of screen; --min-relative-lambda); 1 singular "
-            "by a named dependence structure (duplicates, translates, products, Diracs) or proved singular in "
-            "exact arithmetic on these heads; 3 certified positive below the useful rate, or not certified "
+            "by a named dependence structure (duplicates, translates, products, Diracs), proved singular in "
+            "exact arithmetic on these heads, or by their rank (H d < M, or the certified bound r + (H - 1) A < M); 3 certified positive below the useful rate, or not certified "
             "(--no-certify, or the certificate cut short by --max-seconds); 2 bad input, or a float64 Gram that "
             "cannot finish within --max-seconds (refused with the estimate).",
     "certify": "0 certified positive (lambda_min >= the bound printed, for every symmetric matrix within "

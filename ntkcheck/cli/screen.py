@@ -249,14 +249,15 @@ def _thm85(args: argparse.Namespace, laws: list, h: Any) -> dict[str, Any]:
                       "reports that certificate for given targets"}
 
 
-def _gram_conclusion(res: Any, st: Any, min_relative_lambda: float) -> str:
+def _gram_conclusion(res: Any, st: Any, min_relative_lambda: float, kernel: Any = None) -> str:
     """What ``ntkcheck gram`` concludes: the rules of ``screen`` without the CGF decision."""
     from ..ntk.certificate.useful_rate import useful_rate
+    from ..ntk.heads.search import proved_by_rank
 
     if res.certified_positive:
         return ("certified positive" if useful_rate(res, min_relative_lambda)
                 else "certified positive, below a useful rate")
-    if res.status == "singular":
+    if res.status == "singular" or proved_by_rank(kernel, res):
         return "proved singular"
     if st is not None and st.predicted_kernel > 0 and not res.positive:
         return "singular by a named structure"
@@ -291,7 +292,7 @@ def run_gram(args: argparse.Namespace) -> int:
         sub = (None if st.kernel_basis is None else
                subspace_residual(_features(laws, heads), st.kernel_basis, math.sqrt(res.lambda_max)))
         kc = KernelComparison.of(st, res, sub, search.kernel)
-    conclusion = _gram_conclusion(res, st, args.min_relative_lambda)
+    conclusion = _gram_conclusion(res, st, args.min_relative_lambda, search.kernel)
     slow = slow_mode(laws, heads) if conclusion == "certified positive, below a useful rate" else None
     code = _GRAM_EXIT.get(conclusion, EXIT_INCONCLUSIVE)
     if args.certificate_out:
