@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from ._boundary import OneLineParser, run_guarded
 
 #: subcommand modules, in the order they appear in ``ntkcheck --help``
-_COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "certify", "flow", "tokens", "sweep", "experiment")
+_COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "certify", "flow", "tokens", "heads", "sweep",
+                              "experiment")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -134,6 +134,8 @@ EXIT_CODES: dict[str, str] = {
               "raises; 3 --max-seconds ran out before some claim was established (only what ran is counted, "
               "never 'holds'); 2 bad input.",
     "tokens": "0 files written; 2 bad input (missing file, no texts, model not installed).",
+    "heads": "0 heads file written (or the layers listed); 2 bad input (no attention layer, several without "
+             "--layer, the number of heads missing or not dividing the dimension, a file that cannot be read).",
     "experiment": "0 every measured rate is consistent with the theorem and every direct check holds (--list: "
                   "listed); 1 a rate is significantly slower than the theorem allows or a direct check fails; "
                   "3 inconclusive (confidence interval too wide, errors on the reference's floor, or stopped by "
