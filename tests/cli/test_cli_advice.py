@@ -57,3 +57,31 @@ def test_no_certify_advice_only_when_no_certify_was_given():
     for cert, word in ((spent, "--max-seconds"), (failed, "rounding floor")):
         nxt = _independent_sentences(report(cert))[1]
         assert "--no-certify" not in nxt and word in nxt
+
+
+def test_flow_with_a_heads_file_and_targets(tmp_path, capsys):
+    """flow --heads-file starts from the file's heads (their count is the H reported) and --targets fits
+    the given readout targets: the initial loss is 1/2 sum_i |y_i - z0_i|^2 with z0_i the mean of sample
+    i (at FixUp V = 0 and the tokens do not move), computed here from the data alone; the options they
+    replace are refused."""
+    rng = np.random.default_rng(0)
+    tokens, heads, targets = tmp_path / "t.npz", tmp_path / "h.npz", tmp_path / "y.npy"
+    samples = [rng.standard_normal((3, 2)), rng.standard_normal((4, 2)), rng.standard_normal((3, 2))]
+    np.savez(tokens, **{f"sample_{i}": x for i, x in enumerate(samples)})
+    np.savez(heads, Q=rng.standard_normal((6, 2, 2)), b=rng.standard_normal((6, 2)))
+    y = 0.01 * rng.standard_normal((3, 2))
+    np.save(targets, y)
+    code = main(["flow", str(tokens), "--heads-file", str(heads), "--targets", str(targets), "--json",
+                 "--max-seconds", "30", "--records", "5"])
+    d = json.loads(capsys.readouterr().out)
+    assert code in (0, 1) and d["heads"] == 6
+    z0 = np.array([x.mean(axis=0) for x in samples])  # distinct tokens: equal masses
+    np.testing.assert_allclose(d["loss_initial"], 0.5 * float(np.sum((y - z0) ** 2)), rtol=1e-10)  # float64 sums
+    for extra in (["--heads", "4"], ["--q-scale", "2"], ["--per-layer"]):
+        assert main(["flow", str(tokens), "--heads-file", str(heads), *extra]) == 2
+        assert "--heads-file" in capsys.readouterr().err
+    assert main(["flow", str(tokens), "--targets", str(targets), "--eps", "0.1"]) == 2
+    assert main(["flow", str(tokens), "--targets", str(targets), "--loss", "tokens"]) == 2
+    np.save(targets, np.zeros((2, 2)))
+    assert main(["flow", str(tokens), "--targets", str(targets)]) == 2
+    assert "one target row per sample" in capsys.readouterr().err
