@@ -14,7 +14,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from ._boundary import OneLineParser, run_guarded
+from ._boundary import EXIT_INTERRUPTED, OneLineParser, run_guarded
 
 #: subcommand modules, in the order they appear in ``ntkcheck --help``
 _COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "certify", "flow", "tokens", "heads", "sweep",
@@ -48,9 +48,16 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    if argv == ["--version"]:  # answered before the subcommands (and numpy, sympy, flint) are imported
+        print(f"ntkcheck {_version()}")
+        return 0
+    try:
+        parser = build_parser()  # imports the subcommands: seconds on a loaded machine
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("ntkcheck: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return run_guarded(args.command, lambda: _run(args, argv))
 
 

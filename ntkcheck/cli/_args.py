@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from typing import Any
 
 #: a token that starts like a negative number: "-1", "-.5", "-1,2", "-1e-3", "-1/2", "-1,0;2,3"
 _NEGATIVE_VALUE = re.compile(r"^-\.?\d")
@@ -176,16 +177,36 @@ def schema_id(verb: str) -> str:
     return f"ntkcheck/{verb}/{SCHEMA_VERSION}"
 
 
+def strict(obj: Any, path: str = "", found: list[dict[str, str]] | None = None) -> Any:
+    """``obj`` with every NaN or infinity replaced by None; each replacement is recorded in ``found`` as
+    ``{"path": "/a/0/b", "value": "nan" | "inf" | "-inf"}`` (strict JSON has no NaN or Infinity)."""
+    import math
+
+    if isinstance(obj, float) and not math.isfinite(obj):
+        if found is not None:
+            found.append({"path": path or "/", "value": "nan" if obj != obj else ("inf" if obj > 0 else "-inf")})
+        return None
+    if isinstance(obj, dict):
+        return {k: strict(v, f"{path}/{k}", found) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict(v, f"{path}/{i}", found) for i, v in enumerate(obj)]
+    return obj
+
+
 def emit_json(verb: str, payload: dict) -> None:
-    """Print ``payload`` as one JSON object whose first key is ``schema`` and last ``provenance``
+    """Print ``payload`` as one strict JSON object whose first key is ``schema`` and last ``provenance``
     (:func:`ntkcheck.cli._provenance.provenance`: versions, BLAS, command line, seeds, sha256 of
     the inputs); the shape is described by ``ntkcheck/data/<verb>.schema.json`` (shipped with the
-    package)."""
+    package). A NaN or an infinity is written as null, and ``non_finite`` lists where and what it was
+    (the reason a number is missing)."""
     import json
 
     from ._provenance import provenance
 
-    print(json.dumps({"schema": schema_id(verb), **payload, "provenance": provenance()}, allow_nan=True))
+    found: list[dict[str, str]] = []
+    body = strict(payload, "", found)
+    extra = {"non_finite": found} if found else {}
+    print(json.dumps({"schema": schema_id(verb), **body, **extra, "provenance": provenance()}, allow_nan=False))
 
 
 def load_schema(verb: str) -> dict:

@@ -206,6 +206,9 @@ def _load(args: argparse.Namespace) -> tuple[list[Any], str]:
         bad = [i for i in idx if not 0 <= i < len(samples)]
         if not idx or bad:
             raise InputError(f"--samples: indices must be in 0..{len(samples) - 1}, got {args.samples!r}")
+        twice = sorted({i for i in idx if idx.count(i) > 1})
+        if twice:  # a sample twice is two equal laws: a dependency the user did not have
+            raise InputError(f"--samples: sample {twice[0]} is listed twice ({args.samples!r}); each sample once")
         samples = [samples[i] for i in idx]
         source += f" samples {idx}"
     return samples, source

@@ -1,0 +1,67 @@
+"""Interfaces that agree and end cleanly (issue 33, "Interfaces that agree"): a closed pipe, Ctrl-C at
+start-up, ``--version`` without the numerical stack, the lazy public API, duplicate sample indices,
+strict JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ntkcheck.cli import main
+
+
+def test_a_closed_stdout_ends_quietly():
+    """``ntkcheck screen | head -1``: the reader goes away; the command ends with 141 (128 + SIGPIPE)
+    and nothing on stderr (it was 'internal error: BrokenPipeError')."""
+    p = subprocess.Popen([sys.executable, "-m", "ntkcheck", "screen", "--no-certify", "--head-law-seconds", "0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=300) == 141 and err == ""
+
+
+def test_ctrl_c_while_the_subcommands_load_is_130(monkeypatch, capsys):
+    import ntkcheck.cli as cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["sweep"]) == 130
+    assert capsys.readouterr().err.strip() == "ntkcheck: interrupted"
+
+
+def test_version_and_import_need_no_numerical_stack():
+    """``ntkcheck --version`` and ``import ntkcheck`` import neither numpy nor sympy nor flint (the
+    public names load on first use), and every public name still resolves."""
+    code = ("import sys; import ntkcheck; from ntkcheck.cli import main; main(['--version']); "
+            "print(sorted(m for m in ('numpy', 'sympy', 'flint') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert out.splitlines()[0].startswith("ntkcheck ") and out.splitlines()[-1] == "[]"
+    import ntkcheck
+
+    assert set(ntkcheck._LAZY) == set(ntkcheck.__all__) - {"__version__"}
+    for name in ntkcheck.__all__:
+        assert getattr(ntkcheck, name) is not None
+    with pytest.raises(AttributeError):
+        ntkcheck.no_such_name  # noqa: B018
+
+
+def test_a_sample_listed_twice_is_refused(tmp_path, capsys):
+    f = tmp_path / "t.npz"
+    rng = np.random.default_rng(0)
+    np.savez(f, sample_0=rng.standard_normal((3, 2)), sample_1=rng.standard_normal((3, 2)))
+    assert main(["flow", str(f), "--samples", "0,0"]) == 2
+    assert "listed twice" in capsys.readouterr().err
+
+
+def test_json_is_strict(tmp_path, capsys):
+    """No bare NaN or Infinity in any --json: the parser of a strict JSON reader accepts it."""
+    f = tmp_path / "K.npy"
+    np.save(f, np.diag([1e308, 1e308, 1e308]))  # lambda_max's float estimate is finite; a sum overflows
+    main(["certify", str(f), "--json"])
+    text = capsys.readouterr().out
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in the JSON"))
