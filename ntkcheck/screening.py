@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ._records import plain, restore
+from ._records import plain, restore, structured
 from ._report_text import (
     bottom_sentences,
     crosscheck_lines,
@@ -151,6 +151,9 @@ class ScreenReport:
     head_law: HeadLawBound | None = None
     #: how many heads were drawn and why (loaded from a dict: without the heads array)
     head_search: HeadSearch | None = None
+    #: the heads as values, ``{kind, q_scale, b_scale, seed, count, file}`` (``kind``: the law drawn
+    #: from, ``"given"`` for explicit heads, ``"file"`` for a heads file)
+    heads_spec: dict[str, Any] | None = None
 
     # a dataclass is always truthy: ``if screen(...):`` would read a dependent verdict as success
     __bool__ = no_truth_value
@@ -220,10 +223,26 @@ class ScreenReport:
         below = self.outcome == "certified positive, below a useful rate"
         return near_dependency(self.slow_mode, self.decision_notes) if below else None
 
+    @property
+    def exit_code(self) -> int:
+        """What ``ntkcheck screen`` exits with: 0 certified positive with a useful rate, 1 certified
+        singular or a disagreement, 3 otherwise (the README's table)."""
+        return {"disagrees": 1, "certified positive": 0, "certified singular": 1}.get(self.outcome, 3)
+
+    def heads_object(self) -> dict[str, Any]:
+        """The heads as values (what ``--json`` writes as ``heads``)."""
+        if self.heads_spec is not None:
+            return dict(self.heads_spec)
+        return {"kind": "given", "q_scale": None, "b_scale": None, "seed": None, "count": self.gram.heads,
+                "file": None}
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The report as values: the ``--json`` object of ``ntkcheck screen`` without what only the command
+        line knows (``path``, ``plot``, ``thm85``, ``certificate_out``, ``provenance``); it validates against
+        the same schema (``ntkcheck/data/screen.schema.json``)."""
+        return structured({
             "samples": [s.to_dict() for s in self.samples],
-            "heads": self.heads,
+            "heads": self.heads_object(),
             "weak": self.weak.to_dict(),
             "strong": self.strong.to_dict(),
             "gram": self.gram.to_dict(),
@@ -242,7 +261,10 @@ class ScreenReport:
             "head_law": None if self.head_law is None else self.head_law.to_dict(),
             "head_search": None if self.head_search is None else self.head_search.to_dict(),
             "bottom_line": self.bottom_line,
-        }
+            "outcome": {"exit_code": self.exit_code, "conclusion": self.outcome, "bottom_line": self.bottom_line,
+                        "next_step": self.next_step, "notes": list(self.decision_notes),
+                        "near_dependency": self.near_dependency},
+        })
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ScreenReport:
@@ -253,7 +275,8 @@ class ScreenReport:
         :meth:`to_dict` are the original's."""
         d = plain(d)
         if isinstance(h := d.get("heads"), dict):  # the --json form: {kind, q_scale, b_scale, seed, ...}
-            d["heads"] = "given" if h["kind"] == "file" else f"{h['kind']}, q_scale {h['q_scale']:g}, " \
+            d["heads_spec"] = h
+            d["heads"] = "given" if h["kind"] in ("file", "given") else f"{h['kind']}, q_scale {h['q_scale']:g}, " \
                 f"b_scale {h['b_scale']:g}, seed {h['seed']}"
         comp = d.get("complement")
         rep = restore(cls, {**d, "complement_indices": [] if comp is None else comp["samples"]},
@@ -447,6 +470,9 @@ def screen(
         min_relative_lambda=min_relative_lambda,
         slow_mode=slow_mode(laws, hs) if useful_rate(g, min_relative_lambda) is False else None,
         drawn_heads=hs,
+        heads_spec={"kind": "given", "q_scale": None, "b_scale": None, "seed": None, "count": g.heads, "file": None}
+        if isinstance(heads, Heads) else {"kind": dist, "q_scale": float(q_scale), "b_scale": float(b_scale),
+                                          "seed": int(seed), "count": g.heads, "file": None},
         head_law=hl,
         head_search=hsr,
     )

@@ -27,7 +27,7 @@ from ._args import (
 )
 from ._paths import certificate_path
 
-#: exit status of each :attr:`~ntkcheck.ntk.certificate.user_matrix.MatrixCertificate.status`
+#: exit status of each :attr:`~ntkcheck.ntk.certificate.user_matrix.MatrixCertificate.status` (its ``exit_code``)
 _EXIT = {"certified positive": EXIT_OK, "certified singular": EXIT_NEGATIVE, "certified indefinite": EXIT_NEGATIVE,
          "not certified": EXIT_INCONCLUSIVE}
 _PRECISIONS = ("float64", "float32", "float16", "bfloat16")
@@ -108,9 +108,8 @@ def run(args: argparse.Namespace) -> int:
 
         write_certificate(args.certificate_out, matrix_certificate(res, tensor.array, source=path))
     if args.json:
-        emit_json("certify", {"path": str(path), "tokens": args.tokens, **res.to_dict(),
-                              "certificate_out": args.certificate_out,
-                              "outcome": {"exit_code": code, "conclusion": res.status}, "exit_code": code})
+        emit_json("certify", {"path": str(path), "tokens": args.tokens, **res.to_dict(),  # the API's dict, same schema
+                              "certificate_out": args.certificate_out})
         return code
     lines = [f"ntkcheck certify{' --jacobian' if kind == 'jacobian' else ''}: {path}", *res.lines()]
     if args.certificate_out:

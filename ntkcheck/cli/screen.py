@@ -214,14 +214,11 @@ def run(args: argparse.Namespace) -> int:
     thm85 = _thm85(args, samples, report.head_search.heads) if args.thm85 else None
     code = _EXIT[report.outcome]
     if args.json:
-        d = structured(report.to_dict())
+        d = report.to_dict()  # the API's dict: the same keys, the same schema
         d["heads"] = heads_json(args, report.gram.heads)
         d["path"] = str(path)
         d["plot"] = args.plot
         d["thm85"] = thm85
-        d["outcome"] = {"exit_code": code, "conclusion": report.outcome, "bottom_line": report.bottom_line,
-                        "next_step": report.next_step, "notes": list(report.decision_notes),
-                        "near_dependency": report.near_dependency}
         d["certificate_out"] = args.certificate_out
         emit_json("screen", d)
         return code

@@ -210,7 +210,14 @@ class MatrixCertificate:
                 "max_rank": self.max_rank, "resolution": self.resolution, "dtype": self.dtype,
                 "notes": list(self.notes), "skipped": list(self.skipped),
                 "vector": None if self.vector is None else [float(v) for v in self.vector],
-                "diagnosis": None if self.diagnosis is None else self.diagnosis.to_dict()}
+                "diagnosis": None if self.diagnosis is None else self.diagnosis.to_dict(),
+                "outcome": {"exit_code": self.exit_code, "conclusion": self.status}, "exit_code": self.exit_code}
+
+    @property
+    def exit_code(self) -> int:
+        """What ``ntkcheck certify`` exits with: 0 certified positive, 1 certified singular or indefinite,
+        3 not certified."""
+        return {"certified positive": 0, "certified singular": 1, "certified indefinite": 1}.get(self.status, 3)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MatrixCertificate:
