@@ -11,7 +11,8 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
     cli                      command line
     claims                   seed claims tried by hypothesis
     distributed, strategies  sweeps and one large Gram on Dask; hypothesis strategies for users' tests
-    screening, limits,       initialisation screening of user data; the limit-theorem experiments;
+    screening, gram_report,  initialisation screening of user data, what `ntkcheck gram` reports;
+      limits,                the limit-theorem experiments;
       convergence            the certified Thm. 8.5 guarantee (L_K, split region) and the local-convergence runs
     dynamics                 model, adjoint, NTK over all parameters, flows
     io                       token files, heads files, real models
@@ -42,7 +43,7 @@ __all__ = [
     # an NTK made elsewhere (an empirical NTK: its matrix or its Jacobian)
     "certify_matrix", "certify_jacobian", "MatrixCertificate",
     # screening token data
-    "screen", "ScreenReport", "plot_report",
+    "screen", "ScreenReport", "plot_report", "GramReport",
     # errors
     "DomainError", "InputError", "NtkcheckError", "NtkcheckWarning", "PrecisionError",
     # token distributions
@@ -111,6 +112,9 @@ if TYPE_CHECKING:
     from .screening import plot_report as plot_report
     from .screening import screen as screen
 
+    # what ``ntkcheck gram`` reports (module ``ntkcheck.gram_report``)
+    from .gram_report import GramReport as GramReport
+
 #: public name -> the module that defines it (tests/test_api.py checks it against ``__all__``)
 _LAZY: dict[str, str] = {
     "Dirac": ".cgf",
@@ -150,6 +154,7 @@ _LAZY: dict[str, str] = {
     "ScreenReport": ".screening",
     "plot_report": ".screening",
     "screen": ".screening",
+    "GramReport": ".gram_report",
 }
 
 

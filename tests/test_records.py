@@ -368,3 +368,24 @@ def test_command_line_dicts_load_back_losslessly(verb, tmp_path, capsys):
     cli = json.loads(capsys.readouterr().out)
     payload = {k: v for k, v in cli.items() if k not in _INVOCATION}
     assert _strict(cls.from_dict(cli).to_dict()) == payload
+
+
+def test_a_saved_gram_json_loads_back_losslessly(tmp_path, capsys):
+    """``ntkcheck gram --json`` is a :class:`~ntkcheck.gram_report.GramReport`: its structure, kernel, head law
+    and head search load back (a GramResult alone dropped them) and the same values are written again;
+    its ``to_dict`` validates against the gram schema."""
+    import jsonschema
+
+    from ntkcheck.cli._args import load_schema
+    from ntkcheck.gram_report import GramReport
+
+    f = tmp_path / "x.npy"
+    np.save(f, np.random.default_rng(4).standard_normal((3, 4, 2)))
+    main(["gram", str(f), "--json", "--head-law-seconds", "2"])
+    cli = json.loads(capsys.readouterr().out)
+    rep = GramReport.from_dict(cli)
+    d = _strict(rep.to_dict())
+    jsonschema.validate(d, load_schema("gram"))
+    assert d == {k: v for k, v in cli.items() if k not in _INVOCATION - {"tokens"}}  # a gram's token count
+    assert rep.structure is not None and rep.kernel is not None and rep.head_search is not None
+    assert rep.exit_code == cli["outcome"]["exit_code"]

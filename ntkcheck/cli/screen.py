@@ -35,7 +35,7 @@ from ._args import (
     seed_int,
 )
 from ._paths import certificate_path, plot_path
-from ._screen_text import gram_lines, heads_json, structured
+from ._screen_text import gram_lines, heads_json
 
 _PATH_HELP = (".npy (n, N, d) or .npz (sample_0, sample_1, ...) token file (default: the bundled example, "
               "screen_default.npz: 4 random samples and a product triple that makes the Gram singular)")
@@ -297,15 +297,13 @@ def run_gram(args: argparse.Namespace) -> int:
 
         write_certificate(args.certificate_out, gram_certificate_record(res, laws, heads, path, verb="gram"))
     if args.json:
-        d = structured(res.to_dict())
-        d["init"] = heads_json(args, res.heads)  # "heads" stays the count H, as in screen's "gram"
+        from ..gram_report import GramReport
+
+        outcome = {"exit_code": code, "conclusion": conclusion, "min_relative_lambda": args.min_relative_lambda,
+                   "slow_mode": None if slow is None else slow.to_dict()}
+        # "heads" stays the count H, as in screen's "gram"; "init" describes them
+        d = GramReport(res, heads_json(args, res.heads), outcome, st, kc, hl, search).to_dict()
         d["path"] = str(path)
-        d["structure"] = None if st is None else st.to_dict()
-        d["kernel"] = None if kc is None else kc.to_dict()
-        d["head_law"] = None if hl is None else hl.to_dict()
-        d["head_search"] = search.to_dict()
-        d["outcome"] = {"exit_code": code, "conclusion": conclusion, "min_relative_lambda": args.min_relative_lambda,
-                        "slow_mode": None if slow is None else slow.to_dict()}
         d["certificate_out"] = args.certificate_out
         emit_json("gram", d)
         return code
