@@ -83,6 +83,9 @@ if TYPE_CHECKING:
     from .errors import NtkcheckWarning as NtkcheckWarning
     from .errors import PrecisionError as PrecisionError
 
+    # what ``ntkcheck gram`` reports (module ``ntkcheck.gram_report``)
+    from .gram_report import GramReport as GramReport
+
     # the seed's sufficient conditions
     from .independence.conditions import gap_condition as gap_condition
     from .independence.conditions import vandermonde_condition as vandermonde_condition
@@ -112,10 +115,7 @@ if TYPE_CHECKING:
     from .screening import plot_report as plot_report
     from .screening import screen as screen
 
-    # what ``ntkcheck gram`` reports (module ``ntkcheck.gram_report``)
-    from .gram_report import GramReport as GramReport
-
-#: public name -> the module that defines it (tests/test_api.py checks it against ``__all__``)
+#: public name -> the module that defines it (tests/cli/test_cli_interfaces.py checks it against ``__all__``)
 _LAZY: dict[str, str] = {
     "Dirac": ".cgf",
     "Empirical": ".cgf",
