@@ -118,11 +118,13 @@ def _independent_sentences(report: Any) -> tuple[str, str]:
     how = (f"certified: {g.certified.how}" if g.certified_positive and g.certified else
            "positive in float64 only, not certified" if g.positive else f"not established ({g.status})")
     law = "" if report.head_law is None else report.head_law.training_clause()
+    floor = abs(g.lambda_min) <= max(getattr(g, "floor", 0.0), getattr(g, "lambda_min_tolerance", None) or 0.0)
+    rate = (": below resolution, so no convergence rate can be read from it" if floor else
+            f", lambda_0 = {report.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on "
+            "the per-token loss decays at least at that rate")
     meaning = (f"Training: the CGFs are certified weakly independent, so the NTK of the head law at FixUp is "
                f"injective (seed 003 Prop. 8){law}; the Gram of the heads drawn (the NTK of training those "
-               f"heads) is positive ({how}), lambda_0 = "
-               f"{report.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on the "
-               "per-token loss decays at least at that rate.")
+               f"heads) is {'positive' if g.positive else 'seen'} ({how}){rate}.")
     if g.certified_positive:
         nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
                "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold).")

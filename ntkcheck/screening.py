@@ -321,8 +321,13 @@ def _report_table(report: ScreenReport, *, title: str | None, extra: tuple[str, 
     out += verdict_lines(report)
     out += ["", *gram_lines(report)]
     out += ["", *crosscheck_lines(report)]
-    out += ["", f"NTK lambda_0:         T lambda_min = {report.lambda_0:.4g}  (per-token loss, mean-field depth "
-            f"T = {report.depth_T:g}; the loss decays at 2 lambda_0 near FixUp)", f"  caveat: {report.rate_caveat}"]
+    g = report.gram
+    if abs(g.lambda_min) <= max(g.floor, g.lambda_min_tolerance or 0.0):  # singular at the rounding level: no rate
+        out += ["", f"NTK lambda_0:         below resolution (T lambda_min, float64 sees {report.lambda_0:.1g}): no "
+                "convergence rate, the Gram is singular to working precision"]
+    else:
+        out += ["", f"NTK lambda_0:         T lambda_min = {report.lambda_0:.4g}  (per-token loss, mean-field depth "
+                f"T = {report.depth_T:g}; the loss decays at 2 lambda_0 near FixUp)", f"  caveat: {report.rate_caveat}"]
     out.extend(extra)
     out.extend(f"  note: {n}" for n in (*report.notes, *report.gram.notes))
     out.extend(f"  note (decide): {n}" for n in report.decision_notes)

@@ -225,7 +225,8 @@ def run(args: argparse.Namespace) -> int:
     extra = [] if thm85 is None else [
         f"Thm. 8.5 rate:        lambda_0 = T^2 lambda_min(G_r) = {thm85['lambda_0']:.4g}, Lambda = "
         f"{thm85['lambda_max_0']:.4g}  (readout loss, heads shared over depth T = {thm85['depth_T']:g})",
-        f"  {thm85['caveat']}"]
+        "  guaranteed only when the initial loss is below lambda_0^4 / (16 L_K^2 (2 Lambda + lambda_0)) with a "
+        "certified L_K (ntkcheck flow certifies it for given targets)"]
     if args.plot:
         extra.append(f"plot written to {args.plot}")
     if args.certificate_out:

@@ -65,3 +65,17 @@ def test_json_is_strict(tmp_path, capsys):
     main(["certify", str(f), "--json"])
     text = capsys.readouterr().out
     json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in the JSON"))
+
+
+def test_numbers_below_their_uncertainty_are_not_printed_as_digits(capsys):
+    """The bundled example's Gram is singular at the rounding level (lambda_min ~1e-32 beside an
+    uncertainty ~1e-26): the report says "below resolution" with the uncertainty, never six digits of
+    the float64 value, and gives no convergence rate for it (issue 33: "lambda_min 1.6e-32 (+/- 4e-29)")."""
+    import re
+
+    assert main(["screen", "--head-law-seconds", "0"]) == 1
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("lambda_min"))
+    assert "below resolution (" in line and not re.search(r"\d\.\d{4,}e-", line)
+    lam = next(ln for ln in out.splitlines() if ln.startswith("NTK lambda_0"))
+    assert "no convergence rate" in lam and "decays" not in lam
