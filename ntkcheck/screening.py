@@ -56,7 +56,7 @@ from ._report_text import (
     sample_lines,
     verdict_lines,
 )
-from ._text import WIDTH, fit
+from ._text import fit
 from ._validate import within_time_budget
 from .cgf import Empirical, as_laws
 from .errors import InputError
@@ -314,7 +314,7 @@ class ScreenReport:
 
 def _report_table(report: ScreenReport, *, title: str | None, extra: tuple[str, ...]) -> str:
     """:meth:`ScreenReport.table`: its sections in order, then ``extra``, the notes and the
-    bottom line, fitted to :data:`~ntkcheck._text.WIDTH` columns."""
+    bottom line, fitted to :func:`~ntkcheck._text.report_width` columns (``COLUMNS`` when narrower than 100)."""
     out = [title, ""] if title else []
     out += sample_lines(report.samples)
     out.append("")
@@ -332,7 +332,15 @@ def _report_table(report: ScreenReport, *, title: str | None, extra: tuple[str, 
     out.extend(f"  note: {n}" for n in (*report.notes, *report.gram.notes))
     out.extend(f"  note (decide): {n}" for n in report.decision_notes)
     out += ["", *report.bottom_line.splitlines()]
-    return fit(out, WIDTH)
+    return fit(out)
+
+
+def _plot_status(report: ScreenReport) -> str:
+    """The Gram's status in a plot title: the screening's conclusion where it is a certificate
+    ("certified singular", "certified positive"), else what float64 saw."""
+    if report.outcome in ("certified singular", "certified positive", "certified positive, below a useful rate"):
+        return report.outcome
+    return f"{report.gram.status} (not certified)"
 
 
 def _complement_check(laws: list[Empirical], hs: Heads, weak: Any, st: DependenceStructure, *, certify: bool,
@@ -522,7 +530,8 @@ def plot_report(report: ScreenReport, samples: Any, path: str | Path | None = No
     ax1.set_yscale("log")
     ax1.set_xlabel("eigenvalue index (ascending)")
     ax1.set_ylabel("eigenvalue of W^1/2 K W^1/2")
-    ax1.set_title(f"NTK Gram at FixUp: {g.status}\nM = {g.atoms} atoms, H = {g.heads} heads, d = {d}", fontsize=10)
+    ax1.set_title(f"NTK Gram at FixUp: {_plot_status(report)}\nM = {g.atoms} atoms, H = {g.heads} heads, d = {d}",
+                  fontsize=10)
     ax1.legend(loc="lower right", fontsize=8)
     # a generic direction when the strong verdict names none (a coordinate axis can hide a sample)
     certified_w = bool(report.strong.direction)

@@ -79,3 +79,29 @@ def test_numbers_below_their_uncertainty_are_not_printed_as_digits(capsys):
     assert "below resolution (" in line and not re.search(r"\d\.\d{4,}e-", line)
     lam = next(ln for ln in out.splitlines() if ln.startswith("NTK lambda_0"))
     assert "no convergence rate" in lam and "decays" not in lam
+
+
+def test_claims_say_why_tried_is_not_examples(capsys):
+    """--examples 3 on a claim with a minimum of 10 held instances: it tries more than 3, and the report
+    says why (pinned cases, examples // cost drawn, more until the minimum holds)."""
+    from ntkcheck.claims import CLAIMS
+
+    c = CLAIMS["003.prop5.quadratic_form"]
+    assert main(["claims", "--examples", "3", "--only", c.id]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the sentence is wrapped
+    assert f"{len(c.examples)} pinned, then {max(1, 3 // c.cost)} drawn" in out and f"until {c.min_held} held" in out
+
+
+def test_plot_title_says_certified_singular(tmp_path):
+    """The bundled example is certified singular (an exact CGF dependency with overlap): the plot's
+    title says so (it said "below resolution", the float64 status)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import ntkcheck
+
+    samples = ntkcheck.load_samples(str(__import__("ntkcheck.io.files", fromlist=["bundled_path"]).bundled_path()))
+    rep = ntkcheck.screen(samples, head_law_seconds=0)
+    assert rep.outcome == "certified singular"
+    fig = ntkcheck.plot_report(rep, samples)
+    assert fig.axes[0].get_title().startswith("NTK Gram at FixUp: certified singular")
