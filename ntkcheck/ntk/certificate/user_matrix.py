@@ -305,7 +305,19 @@ def _float_steps(prep: PreparedMatrix, C: np.ndarray, radius: float, bar: StepBa
     return lam, pc
 
 
-def _indefinite(prep: PreparedMatrix, C: np.ndarray, bar: StepBar, known: dict[str, Any]) -> MatrixCertificate | None:
+def _integers_fit(A: np.ndarray, skipped: list[str], what: str) -> bool:
+    """Whether the exact integers of ``A`` fit in the available memory (else ``skipped`` says so)."""
+    n = A.shape[0]
+    bits = ex.integer_bits(A)
+    need, avail = n * n * (bits / 8 + 100), available_memory()
+    if need > avail:
+        skipped.append(f"{what}: its {bits}-bit integers would need about {format_bytes(need)} of memory, more than "
+                       f"the {format_bytes(avail)} available")
+    return need <= avail
+
+
+def _indefinite(prep: PreparedMatrix, C: np.ndarray, bar: StepBar, known: dict[str, Any],
+                skipped: list[str]) -> MatrixCertificate | None:
     """Certified indefinite by the float eigenvector of lambda_min and a proved negative quadratic form."""
     import scipy.linalg as sla
 
@@ -314,8 +326,7 @@ def _indefinite(prep: PreparedMatrix, C: np.ndarray, bar: StepBar, known: dict[s
     _, vec = _budget.run(lambda: sla.eigh(C, subset_by_index=[0, 0], check_finite=False), "the eigenvector")
     x = vec[:, 0]
     proved = ex.negative_form(prep.A, prep.error, x)
-    if not proved and n <= MAX_EXACT_RANK:
-        require_memory(n * n * (ex.integer_bits(prep.A) / 8 + 100), "the exact integers of the matrix", "the matrix size")
+    if not proved and n <= MAX_EXACT_RANK and _integers_fit(prep.A, skipped, "exact quadratic form"):
         bar.start("exact quadratic form")
         proved = ex.negative_form_exact(prep.A, prep.error, x)
     if not proved:
@@ -355,7 +366,8 @@ def _exact_rank_step(prep: PreparedMatrix, bar: StepBar, known: dict[str, Any],
     A = prep.A
     n = A.shape[0]
     bits = ex.integer_bits(A)
-    require_memory(n * n * (bits / 8 + 100), "the exact integers of the matrix", "the matrix size")
+    if not _integers_fit(A, skipped, "exact rank"):
+        return None
     bar.start("exact rank modulo a prime")
     M, _ = ex.exact_integers(A)
     if nmod_mat(M, (1 << 62) - 57).rank() == n:  # full rank modulo p, so over Q
@@ -390,6 +402,8 @@ def _exact_steps(prep: PreparedMatrix, lam: np.ndarray, bar: StepBar, known: dic
         skipped.append("exact rank and minors: only for abs_error 0 (a ball of matrices has no single rank)")
         return None
     if n <= MAX_EXACT_MINORS:
+        if not _integers_fit(prep.A, skipped, "exact leading minors"):
+            return None
         bar.start("exact leading minors")
         M, s = ex.exact_integers(prep.A)
         return _exact_small(prep, M, s, known)
@@ -421,7 +435,7 @@ def _certify_steps(prep: PreparedMatrix, bar: StepBar, known: dict[str, Any]) ->
                                  + (f"every symmetric matrix within {prep.abs_error:.3g} of the matrix, entry by entry"
                                     if prep.error else "the matrix as given") + f"; verified Cholesky{scaled}: {pc.statement}")
     skipped: list[str] = []
-    out = _indefinite(prep, C, bar, known) if lam[0] < 0 else None
+    out = _indefinite(prep, C, bar, known, skipped) if lam[0] < 0 else None
     if out is None:
         out = _exact_steps(prep, lam, bar, known, skipped)
     if out is None:
