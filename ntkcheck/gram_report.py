@@ -6,7 +6,8 @@ observed, the certificate of the head law, the head search and its conclusion. :
 all of them, so a saved ``ntkcheck gram --json`` object loads back without losing any
 (``GramReport.from_dict(json.load(f))``) and writes the same values again; its :meth:`~GramReport.to_dict`
 is that object without what only the command line knows (``schema``, ``path``, ``certificate_out``,
-``provenance``) and validates against the same schema (``ntkcheck/data/gram.schema.json``).
+``provenance``) and validates against the same schema with those keys not required
+(``ntkcheck.cli._args.load_schema("gram", api=True)``).
 """
 
 from __future__ import annotations

@@ -238,8 +238,8 @@ class ScreenReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The report as values: the ``--json`` object of ``ntkcheck screen`` without what only the command
-        line knows (``path``, ``plot``, ``thm85``, ``certificate_out``, ``provenance``); it validates against
-        the same schema (``ntkcheck/data/screen.schema.json``)."""
+        line knows (``schema``, ``path``, ``plot``, ``thm85``, ``certificate_out``, ``provenance``); it validates
+        against the same schema with those keys not required (``load_schema("screen", api=True)``)."""
         return structured({
             "samples": [s.to_dict() for s in self.samples],
             "heads": self.heads_object(),

@@ -209,12 +209,23 @@ def emit_json(verb: str, payload: dict) -> None:
     print(json.dumps({"schema": schema_id(verb), **body, **extra, "provenance": provenance()}, allow_nan=False))
 
 
-def load_schema(verb: str) -> dict:
-    """The JSON Schema of ``ntkcheck <verb> --json`` (``ntkcheck/data/<verb>.schema.json``)."""
+#: keys only the command line writes (what was run, on which files): not in a result's ``to_dict()``
+INVOCATION_KEYS = ("schema", "path", "plot", "thm85", "certificate_out", "provenance", "tokens")
+
+
+def load_schema(verb: str, *, api: bool = False) -> dict:
+    """The JSON Schema of ``ntkcheck <verb> --json`` (``ntkcheck/data/<verb>.schema.json``). ``api``: the same
+    schema without requiring the keys only the command line writes (:data:`INVOCATION_KEYS`): what the
+    result's ``to_dict()`` (``ScreenReport``, ``GramReport``, ``MatrixCertificate``, ``Decision``) validates
+    against; every other key and value is checked alike."""
     import json
     from importlib import resources
 
-    return json.loads((resources.files("ntkcheck") / "data" / f"{verb}.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads((resources.files("ntkcheck") / "data" / f"{verb}.schema.json").read_text(encoding="utf-8"))
+    if api:
+        keep = {"tokens"} if verb in ("gram", "screen") else set()  # there: the token count, a result
+        schema["required"] = [k for k in schema.get("required", []) if k not in set(INVOCATION_KEYS) - keep]
+    return schema
 
 
 def add_depth_option(p: argparse.ArgumentParser, help: str) -> None:

@@ -49,7 +49,8 @@ def test_no_certify_advice_only_when_no_certify_was_given():
     from ntkcheck.ntk.certificate.routes import GramCertificate
 
     def report(certified, positive=True):
-        g = SimpleNamespace(certified_positive=False, positive=positive, certified=certified, status="positive")
+        g = SimpleNamespace(certified_positive=False, positive=positive, certified=certified, status="positive",
+                            lambda_min=0.5, floor=1e-16, lambda_min_tolerance=None)
         return SimpleNamespace(gram=g, head_law=None, lambda_0=0.0)
     assert "--no-certify" in _independent_sentences(report(None))[1]
     spent = GramCertificate("inconclusive", None, 53, "not certified (time budget spent): the Cholesky")
