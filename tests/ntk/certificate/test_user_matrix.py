@@ -516,3 +516,23 @@ def test_progress_names_the_steps(tmp_path, capsys, monkeypatch):
     assert main(["certify", str(f), "--progress"]) == 0
     err = capsys.readouterr().err
     assert "certify: float64 eigenvalues" in err and "verified Cholesky" in err
+
+
+@pytest.mark.parametrize("kind", ["float32", "two-order", "exact-minors"])
+def test_the_verifier_reproduces_certificates_with_a_default_error_bound(kind, tmp_path, capsys):
+    """A float32 matrix (default abs_error 64 u max|A|, a radius of order 1e-2), a float64 J J^T summed in
+    two orders (abs_error raised to half the skew) and a bound from exact leading minors: the file
+    written is re-checked by ``python -m ntkcheck.verify`` (it refuted the float32 case while the radius
+    here was inflated less than the verifier inflates its own)."""
+    from ntkcheck.verify import verify_file
+
+    rng = np.random.default_rng(21)
+    J = rng.standard_normal((30, 50))
+    A = {"float32": (J @ J.T).astype(np.float32),
+         "two-order": np.triu(J @ J.T) + np.tril(np.einsum("ap,bp->ab", J[:, ::-1], J[:, ::-1]), -1),
+         "exact-minors": np.diag([1e-300, 1.0, 1e10])}[kind]
+    f, c = tmp_path / "A.npy", tmp_path / "A.cert.json"
+    np.save(f, A)
+    assert main(["certify", str(f), "--certificate-out", str(c)]) == 0
+    code, rows = verify_file(c)
+    assert code == 0, rows
