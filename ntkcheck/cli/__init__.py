@@ -27,7 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Certified checks of NTK injectivity for softmax attention (seed 003 Prop. 8).",
         epilog="exit status (every command): 0 certified positive / independent / every claim holds; "
         "1 certified singular / dependent, or a failing claim or cross-check; 3 inconclusive or not "
-        "certified; 2 bad input; 4 internal error (please report); 130 interrupted (Ctrl-C). Each command's "
+        "certified; 2 bad input; 4 internal error (please report); 130 interrupted (Ctrl-C); 141 the reader of "
+        "stdout went away (a closed pipe). Each command's "
         "--help says what they mean for it.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")

@@ -105,3 +105,17 @@ def test_plot_title_says_certified_singular(tmp_path):
     assert rep.outcome == "certified singular"
     fig = ntkcheck.plot_report(rep, samples)
     assert fig.axes[0].get_title().startswith("NTK Gram at FixUp: certified singular")
+
+
+def test_a_decision_shows_its_clock(monkeypatch, capsys):
+    """decide --progress: a decision reports no work of its own, so the bar counts the seconds spent
+    against the budget (shown at once with NTKCHECK_PROGRESS_DELAY=0)."""
+    import time
+
+    from ntkcheck._progress import ClockBar
+
+    monkeypatch.setenv("NTKCHECK_PROGRESS_DELAY", "0")
+    with ClockBar(10.0, desc="decide", enabled=True):
+        time.sleep(1.2)
+    err = capsys.readouterr().err
+    assert "decide" in err and "/10 s" in err
