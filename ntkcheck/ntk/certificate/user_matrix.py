@@ -326,7 +326,10 @@ def _indefinite(prep: PreparedMatrix, C: np.ndarray, bar: StepBar, known: dict[s
     _, vec = _budget.run(lambda: sla.eigh(C, subset_by_index=[0, 0], check_finite=False), "the eigenvector")
     x = vec[:, 0]
     proved = ex.negative_form(prep.A, prep.error, x)
-    if not proved and n <= MAX_EXACT_RANK and _integers_fit(prep.A, skipped, "exact quadratic form"):
+    if not proved and n > MAX_EXACT_RANK:
+        skipped.append(f"exact quadratic form of the eigenvector of lambda_min: skipped above n = {MAX_EXACT_RANK} "
+                       f"(n = {n}; its float64 value is within its rounding bound of 0)")
+    elif not proved and _integers_fit(prep.A, skipped, "exact quadratic form"):
         bar.start("exact quadratic form")
         proved = ex.negative_form_exact(prep.A, prep.error, x)
     if not proved:
