@@ -87,7 +87,7 @@ def bottom_sentences(report: Any) -> tuple[str, str, str]:
     n = len(report.samples)
     data = (f"Data: {report.source}." if report.source else
             f"Data: {n} samples, {g.atoms} distinct atoms in d = {g.dim}, screened with H = {g.heads} heads.")
-    few = finite_heads_sentences(report.crosscheck.kernel, g, report.head_law)
+    few = finite_heads_sentences(report.crosscheck.kernel, g, report.head_law, given=report.heads == "given")
     if few is not None:
         return data, *few
     if report.outcome == "disagrees":
@@ -146,18 +146,25 @@ def _independent_sentences(report: Any) -> tuple[str, str]:
         head = (f"the CGFs are certified weakly independent, but under the head law ({sup.law}), {sup.why}, so "
                 "seed 003 Prop. 8 does not apply: they do not decide whether its NTK is injective"
                 + (f" (the head law's own certificate does: {law.removeprefix(', ')})" if law else ""))
+    floor = abs(g.lambda_min) <= max(getattr(g, "floor", 0.0), getattr(g, "lambda_min_tolerance", None) or 0.0)
+    rate = (": below resolution, so no convergence rate can be read from it" if floor else
+            f", lambda_0 = {report.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on "
+            "the per-token loss decays at least at that rate")
     meaning = (f"Training: {head}; the Gram of the heads drawn (the NTK of training those "
-               f"heads) is positive ({how}), lambda_0 = "
-               f"{report.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on the "
-               "per-token loss decays at least at that rate.")
-    nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
-           "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold)."
-           if g.certified_positive else
-           "Next: certify the Gram (certify=True, or the command line without --no-certify) before "
-           "relying on its lambda_min; then certify the rate with `ntkcheck flow`."
-           if g.positive else
-           "Next: certify the Gram (certify=True, or the command line without --no-certify) or use more "
-           "heads before relying on a rate.")
+               f"heads) is {'positive' if g.positive else 'seen'} ({how}){rate}.")
+    if g.certified_positive:
+        nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
+               "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold).")
+    elif g.certified is None:  # certification was not asked for (--no-certify, certify=False)
+        nxt = ("Next: certify the Gram (certify=True, or the command line without --no-certify) before relying on "
+               "its lambda_min" + ("; then certify the rate with `ntkcheck flow`." if g.positive else
+                                   ", or use more heads."))
+    elif "time budget" in g.certified.detail:
+        nxt = ("Next: the certificate was cut short by the time budget: rerun with a larger --max-seconds "
+               "(time_budget) before relying on a rate.")
+    else:
+        nxt = ("Next: the certificate was attempted and failed (lambda_min is at the rounding floor of the Gram): "
+               "do not rely on a rate from it; rescale the tokens to order 1, or use more heads.")
     return meaning, nxt
 
 

@@ -213,7 +213,7 @@ def matrix_certificate(cert: Any, matrix: Any, source: Any = None) -> dict[str, 
                   "shifts": [] if cert.shift is None else [cert.shift]}
     elif cert.status == "certified singular":
         claim |= {"kind": "matrix-singular", "rank": cert.rank}
-    elif cert.status == "certified indefinite":
+    elif cert.status == "certified indefinite" and cert.vector is not None:
         claim |= {"kind": "matrix-indefinite", "vector": {"shape": [cert.n], "data": [float(v) for v in cert.vector]}}
     else:
         claim |= {"kind": "none", "reason": f"not certified: {cert.statement}"}

@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "convergence": 7,  # the Thm. 8.5 certificate and the local-convergence runs: above the dynamics they bound
     "limits": 7,  # the limit-theorem experiments: above the dynamics they simulate
     "screening": 7,
+    "gram_report": 7,  # what `ntkcheck gram` reports, as one result type: beside screening
     "distributed": 8,  # sweeps and the distributed Gram: import screening (7) and ntk (4)
     "strategies": 8,
     "claims": 9,

@@ -16,7 +16,9 @@ the conventions of HPC users:
   ``KeyboardInterrupt`` the client and the cluster are closed with Dask's shutdown messages
   silenced, so the command prints one line and exits with status 130. A Ctrl-C during the few
   seconds of the worker processes' start-up is not seen (SIGINT is ignored while they are
-  spawned); one after it is;
+  spawned: blocking it instead loses it to the BLAS threads, and a fork server started with SIGINT
+  ignored leaves its half-started children writing tracebacks); one before it (during the imports:
+  :func:`ntkcheck.cli.main`) or after it is;
 * **a spent time budget does not wait for a running task**: on ``OutOfTime`` (the deadline of
   :mod:`ntkcheck.distributed._deadline`) the worker processes of a ``LocalCluster`` started here are
   killed before it is closed (a graceful close waits for the task in hand to end).

@@ -398,7 +398,14 @@ class Decision:
             "notes": list(self.notes),
             "seconds": self.seconds,
             "sentence": self.sentence,
+            "outcome": {"exit_code": self.exit_code, "conclusion": self.verdict.value},
+            "exit_code": self.exit_code,
         }
+
+    @property
+    def exit_code(self) -> int:
+        """What ``ntkcheck decide`` exits with: 0 independent, 1 dependent, 3 inconclusive."""
+        return {"independent": 0, "dependent": 1}.get(self.verdict.value, 3)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Decision:

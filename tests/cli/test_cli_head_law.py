@@ -66,14 +66,16 @@ def test_head_law_skipped_with_zero_seconds_or_a_heads_file(capsys, tmp_path):
 def test_one_head_on_shared_words_is_predicted_not_a_disagreement(capsys, tmp_path):
     """--heads 1 on shared-word embeddings: 8 zero eigenvalues predicted for these heads and observed,
     0 for the head law; the cross-check is inconclusive (not 'disagrees') and the bottom line says
-    how many heads are needed; exit status 3."""
+    how many heads are needed. The certified rank bound r + (H - 1) A = 34 < 42 proves these heads'
+    Gram singular whatever the data: "certified singular", exit status 1 (issue 33; it was 3)."""
     f = _shared_words_file(tmp_path)
     code, d = _json(capsys, ["gram", f, "--heads", "1", "--head-law-seconds", "0", "--json"])
     k = d["kernel"]
     assert k["predicted"] == k["observed"] == 8 and k["head_law"] == 0 and k["status"] == "equal"
     assert k["heads"]["span"]["rank"] == 34 and k["heads"]["heads_needed"] == 2
     code, d = _json(capsys, ["screen", f, "--heads", "1", "--head-law-seconds", "0", "--json"])
-    assert code == 3 and d["crosscheck"]["agreement"] == "inconclusive"
+    assert code == 1 and d["crosscheck"]["agreement"] == "inconclusive"
+    assert d["outcome"]["conclusion"] == "certified singular"
     assert "at least 2 heads" in d["outcome"]["next_step"]
     assert d["head_search"] == {**d["head_search"], "mode": "count", "heads": 1}
 
