@@ -14,9 +14,10 @@ loadgroup`` in ``pyproject.toml``). This plugin
   two workers each running a multi-threaded BLAS on two cores would oversubscribe them;
 * prints, at the end of every run (serial or parallel), the wall time, the CPU time (user + sys of
   the controller, the workers and every subprocess they waited for) and the peak resident memory:
-  ``ru_maxrss`` of the controller and of each worker (reported through xdist's ``workeroutput``)
-  and of the largest subprocess each started (``RUSAGE_CHILDREN``). The slowest tests are printed
-  by pytest itself (``--durations=25``).
+  ``ru_maxrss`` of the controller and of each worker (reported through xdist's ``workeroutput``),
+  of the largest subprocess each started (``RUSAGE_CHILDREN``), and the tests that raised a
+  process's peak the most (``ru_maxrss`` before and after each test). The slowest tests are
+  printed by pytest itself (``--durations=25``).
 
 Peak memory of processes that ran at the same time is not the sum of their peaks; the sum is
 printed as an upper bound, the largest single process as a lower one.
@@ -127,20 +128,34 @@ def blas_threads(info: list[dict]) -> int:
     return max((int(lib.get("num_threads") or 0) for lib in info), default=0)
 
 
+#: how many of the tests that raised a process's peak RSS the summary names
+RAISERS_SHOWN = 5
+
+
 @dataclass
 class SuiteRun:
     """The plugin: grouping, the BLAS limit, and the end-of-run summary."""
 
     start: float = field(default_factory=time.perf_counter)
     workers: dict[str, dict] = field(default_factory=dict)
+    #: ``(peak RSS after, its increase, node id)`` of every test that raised this process's peak
+    raisers: list[tuple[float, float, str]] = field(default_factory=list)
 
-    # ------------------------------------------------------------------ a worker
+    # ------------------------------------------------------------------ a worker (or a serial run)
 
     def pytest_configure(self, config: pytest.Config) -> None:
         if hasattr(config, "workerinput"):
             threads = limit_blas_threads()
             if threads != 1:
                 raise pytest.UsageError(f"threadpoolctl left {threads} BLAS threads in an xdist worker, not 1")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
+        before = _usage(resource.RUSAGE_SELF)[0]
+        yield
+        after = _usage(resource.RUSAGE_SELF)[0]
+        if after > before:  # this test (setup, call or teardown) raised the process's peak
+            self.raisers.append((after, after - before, item.nodeid))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session):
@@ -151,7 +166,8 @@ class SuiteRun:
             rss, cpu = _usage(resource.RUSAGE_SELF)
             crss, ccpu = _usage(resource.RUSAGE_CHILDREN)
             config.workeroutput.update(maxrss_kb=rss, children_maxrss_kb=crss, cpu_s=cpu, children_cpu_s=ccpu,
-                                       blas_threads=blas_threads(threadpool_info()))
+                                       blas_threads=blas_threads(threadpool_info()),
+                                       raisers=[list(r) for r in _largest(self.raisers)])
         yield
 
     # ------------------------------------------------------------------ the controller
@@ -166,7 +182,7 @@ class SuiteRun:
     def pytest_testnodedown(self, node, error) -> None:
         out = getattr(node, "workeroutput", None) or {}
         if all(k in out for k in _KEYS):
-            self.workers[node.gateway.id] = {k: out[k] for k in _KEYS}
+            self.workers[node.gateway.id] = {k: out[k] for k in (*_KEYS, "raisers")}
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
@@ -185,9 +201,11 @@ class SuiteRun:
         total_cpu = cpu + (sum(w["cpu_s"] + w["children_cpu_s"] for w in self.workers.values())
                            if self.workers else ccpu)
         sub = {"controller": crss} if not self.workers else {}
+        raisers = [(*r, "controller") for r in self.raisers]
         for name, w in sorted(self.workers.items()):
             procs[name] = w["maxrss_kb"]
             sub[name] = w["children_maxrss_kb"]
+            raisers += [(*r, name) for r in w.get("raisers", ())]
         mb = 1 / 1024
         big = max(procs, key=procs.get)
         lines = [
@@ -197,9 +215,18 @@ class SuiteRun:
             "peak RSS (MB): " + ", ".join(f"{k} {v * mb:.0f}" for k, v in procs.items())
             + "; largest subprocess of each: " + ", ".join(f"{k} {v * mb:.0f}" for k, v in sub.items()),
             f"peak memory of the run: at least {procs[big] * mb:.0f} MB ({big}), at most "
-            f"{(sum(procs.values()) + sum(sub.values())) * mb:.0f} MB (the sum of the peaks above)",
+            f"{(sum(procs.values()) + sum(sub.values())) * mb:.0f} MB (the sum of the peaks above; on Linux a "
+            "subprocess's peak includes what its parent held when it forked)",
         ]
+        if raisers:
+            lines.append("tests that raised a process's peak RSS most (MB): " + "; ".join(
+                f"{node} +{inc * mb:.0f} to {after * mb:.0f} ({who})" for after, inc, node, who in _largest(raisers)))
         if self.workers:
             threads = sorted({w["blas_threads"] for w in self.workers.values()})
             lines.append("BLAS threads per worker at the end (threadpoolctl): " + ", ".join(map(str, threads)))
         return lines
+
+
+def _largest(raisers: list) -> list:
+    """The :data:`RAISERS_SHOWN` entries with the largest increase of a peak."""
+    return sorted(raisers, key=lambda r: -r[1])[:RAISERS_SHOWN]

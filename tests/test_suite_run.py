@@ -6,7 +6,8 @@ Mutations this catches: with :func:`suite_run.group_of` returning ``None``, or t
 not registered (xdist's own ``loadgroup`` then sees no group under pytest 9.2), the module's two
 tests go to different workers; without the BLAS limit a worker sees the machine's thread count (on a
 machine with more than one core); a summary that read the controller's own ``RUSAGE_CHILDREN``
-in a parallel run, or forgot a worker's subprocesses, misses the 400 MB child.
+in a parallel run, or forgot a worker's subprocesses, misses the 400 MB child; without the
+per-test measure the 300 MB test is not named.
 """
 
 from __future__ import annotations
@@ -123,6 +124,9 @@ def test_groups_workers_blas_and_the_summary(run):
     assert set(workers) == {"controller", "gw0", "gw1"} and set(children) == {"gw0", "gw1"}
     assert workers[where["alloc"]] >= 300, line  # the worker that allocated 300 MB
     assert max(children.values()) >= 400, line  # the 400 MB subprocess, whichever worker ran it
+    raised = next(ln for ln in out.splitlines() if ln.startswith("tests that raised"))
+    inc = re.search(r"test_costs\.py::test_a_worker_allocates_300_mb \+(\d+) to", raised)
+    assert inc and int(inc.group(1)) >= 250, raised  # the test that raised its worker's peak, named
     wall, cpu = map(float, re.search(r"wall (\d+) s; CPU user\+sys (\d+) s", out).groups())
     assert wall > 0 and cpu > 0
 
