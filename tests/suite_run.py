@@ -140,6 +140,8 @@ class SuiteRun:
     workers: dict[str, dict] = field(default_factory=dict)
     #: ``(peak RSS after, its increase, node id)`` of every test that raised this process's peak
     raisers: list[tuple[float, float, str]] = field(default_factory=list)
+    #: seconds of tests (setup + call + teardown) and tests run, by worker (the controller: xdist's reports)
+    busy: dict[str, list[float]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ a worker (or a serial run)
 
@@ -184,6 +186,13 @@ class SuiteRun:
         if all(k in out for k in _KEYS):
             self.workers[node.gateway.id] = {k: out[k] for k in (*_KEYS, "raisers")}
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node = getattr(report, "node", None)  # set by xdist on the controller
+        if node is not None:
+            b = self.busy.setdefault(node.gateway.id, [0.0, 0])
+            b[0] += report.duration
+            b[1] += report.when == "call"
+
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
         if hasattr(config, "workerinput"):
@@ -221,6 +230,9 @@ class SuiteRun:
         if raisers:
             lines.append("tests that raised a process's peak RSS most (MB): " + "; ".join(
                 f"{node} +{inc * mb:.0f} to {after * mb:.0f} ({who})" for after, inc, node, who in _largest(raisers)))
+        if self.busy:  # how evenly the scheduler shared the work
+            lines.append("time in tests by worker: " + ", ".join(
+                f"{k} {v[0]:.0f} s ({v[1]} tests)" for k, v in sorted(self.busy.items())))
         if self.workers:
             threads = sorted({w["blas_threads"] for w in self.workers.values()})
             lines.append("BLAS threads per worker at the end (threadpoolctl): " + ", ".join(map(str, threads)))
@@ -228,5 +240,5 @@ class SuiteRun:
 
 
 def _largest(raisers: list) -> list:
-    """The :data:`RAISERS_SHOWN` entries with the largest increase of a peak."""
-    return sorted(raisers, key=lambda r: -r[1])[:RAISERS_SHOWN]
+    """The :data:`RAISERS_SHOWN` entries with the largest increase of a peak (1 MB or more)."""
+    return sorted((r for r in raisers if r[1] >= 1024), key=lambda r: -r[1])[:RAISERS_SHOWN]  # >= 1 MB
