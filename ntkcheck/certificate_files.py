@@ -20,7 +20,7 @@ The claims:
 * ``gram-singular``: the dependency and the signed measure :math:`\nu` on shared atoms whose
   kernel vector seed 003 Prop. 8 gives; ``gram-equal-scores``: two atoms of one sample that every
   head scores alike (an exactly singular Gram, ``GramCertificate.kind == "exactly-singular"``);
-* ``matrix-lower-bound`` (with the Cholesky shift ``t`` and the proved radius),
+* ``matrix-lower-bound`` (with the Cholesky shift ``t``; radius 0: the bound covers the entrywise ball only),
   ``matrix-singular``, ``matrix-indefinite`` (with the vector): :func:`~ntkcheck.ntk.certificate.user_matrix.certify_matrix`;
 * ``none``: nothing was certified (the reason): the verifier reports it unchecked.
 
@@ -167,6 +167,10 @@ def _singular_claim(report: Any) -> dict[str, Any]:
     """Screen's ``certified singular``: the dependency and the measure nu of Prop. 8."""
     cc, weak = report.crosscheck, report.weak
     pred = cc.prediction
+    sup = getattr(report, "law_support", None)
+    if sup is not None and sup.singular and not (weak.dependent and cc.statement == "necessity"):
+        return {"id": "gram", "kind": "none", "reason": f"singular for every head of the law ({sup.kernel.short()}): "
+                "no standalone certificate kind for it yet"}
     if pred is None or not pred.nu or weak.affine is None or weak.null_vector is None:
         return {"id": "gram", "kind": "none", "reason": "singular by Prop. 8 without shared atoms (single Diracs): "
                 "no standalone certificate"}
@@ -205,11 +209,14 @@ def matrix_certificate(cert: Any, matrix: Any, source: Any = None) -> dict[str, 
            "inputs": {"matrix": np.asarray(A, dtype=np.float64), "abs_error": float(cert.abs_error)}}
     claim: dict[str, Any] = {"id": "matrix", "statement": cert.statement}
     if cert.status == "certified positive":
-        claim |= {"kind": "matrix-lower-bound", "lower_bound": cert.lower_bound, "radius": cert.radius,
+        # the file's radius is about the exact symmetric part (A + A^T)/2, beyond the entrywise ball the
+        # verifier derives itself (n abs_error); cert.radius is about the rounded centre fl((A + A^T)/2)
+        # and includes that centre's rounding, so it is no radius about (A + A^T)/2: none is claimed
+        claim |= {"kind": "matrix-lower-bound", "lower_bound": cert.lower_bound, "radius": 0.0,
                   "shifts": [] if cert.shift is None else [cert.shift]}
     elif cert.status == "certified singular":
         claim |= {"kind": "matrix-singular", "rank": cert.rank}
-    elif cert.status == "certified indefinite":
+    elif cert.status == "certified indefinite" and cert.vector is not None:
         claim |= {"kind": "matrix-indefinite", "vector": {"shape": [cert.n], "data": [float(v) for v in cert.vector]}}
     else:
         claim |= {"kind": "none", "reason": f"not certified: {cert.statement}"}

@@ -1,4 +1,5 @@
-"""Test configuration: one fixed hypothesis profile, so every run (CI or local) is reproducible."""
+"""Test configuration: one fixed hypothesis profile, so every run (CI or local) is reproducible, and
+the plugin that runs the suite in parallel and prints what the run cost (``suite_run.py``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import mpmath
 import pytest
 from hypothesis import HealthCheck, settings
 
+# derandomize=True: every example comes from a hash of the test, the same on every xdist worker and
+# in every run; it also implies database=None, so parallel workers never race on .hypothesis/.
 settings.register_profile(
     "ci",
     derandomize=True,
@@ -22,6 +25,14 @@ settings.load_profile(os.environ.get("NTKCHECK_HYPOTHESIS_PROFILE", "ci"))
 # Plots are written to files only; never try to open a window.
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+pytest_plugins = ("pytester",)  # tests/test_suite_run.py runs the plugin in a pytest of its own
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from suite_run import SuiteRun
+
+    config.pluginmanager.register(SuiteRun(), "ntkcheck-suite-run")
+
 
 @pytest.fixture(autouse=True)
 def _reset_mpmath_precision():
@@ -34,9 +45,9 @@ def _reset_mpmath_precision():
 @pytest.fixture(autouse=True)
 def _short_head_law_budget(monkeypatch):
     """``screen`` and ``gram`` certify the head law's NTK within ``DEFAULT_SECONDS`` (20 s) unless told
-    otherwise; the suite runs them with 1 s, so the code path runs everywhere (usually it reports the
-    heads a positive bound would need) without costing minutes. The tests of the head law pass their
-    own budget or head count."""
+    otherwise; the suite runs them with 0.3 s, so the code path runs everywhere (the pilot round at
+    least; the rounds use their whole budget unless the bounds meet first) without costing minutes
+    over the suite's ~200 screenings. The tests of the head law pass their own budget or head count."""
     from ntkcheck.ntk.heads import law as head_law
 
-    monkeypatch.setattr(head_law, "DEFAULT_SECONDS", 1.0)
+    monkeypatch.setattr(head_law, "DEFAULT_SECONDS", 0.3)

@@ -120,8 +120,10 @@ def test_the_verifier_accepts_every_certificate_written(certs, name):
 def test_routes_covered(certs):
     """The certificates above exercise every route of the verifier (not a vacuous sweep)."""
     text = " ".join(why for p in certs.values() for _, _, why in verify.verify_file(p)[1])
-    for route in ("gap condition", "minor of exact coefficients", "product-identity", "term-identity",
-                  "float64 Cholesky", "ball LDL^T", "kernel vector (Prop. 8)", "exact rank", "x^T S x < 0"):
+    for route in ("gaps of the projected atoms", "minor of exact Taylor coefficients", "Vandermonde",
+                  "sigma_min of the scaled block", "exponential polynomials of both sides", "closed-form terms",
+                  "float64 Cholesky", "ball LDL^T",
+                  "kernel vector (seed 003 Prop. 8)", "exact rank", "x^T A x + e ||x||_1^2 < 0"):
         assert route in text, route
     big = json.loads(certs["certify-big"].read_text())
     assert big["arrays"] and (certs["certify-big"].parent / big["arrays"]).is_file()
@@ -185,22 +187,28 @@ def test_the_verifier_rejects_tampered_certificates(certs, tmp_path, what):
     assert code == 1 and any(status == "refuted" for _, status, _ in rows), rows
 
 
-def test_exit_statuses_of_the_command(certs, tmp_path):
-    """``python -m ntkcheck.verify``: 0 verified, 1 refuted, 3 unchecked, 2 unreadable or usage."""
+def test_exit_statuses_of_the_command(certs, tmp_path, capsys):
+    """``python -m ntkcheck.verify``: 0 verified, 1 refuted, 3 unchecked, 2 unreadable or usage.
+    The interpreter's exit status is checked in a process of its own for 0 and 1 (``__main__``
+    passes on what ``main`` returns, either way); 3 and both 2s from ``verify.main`` in this
+    process (each python start-up imports the package: ~2 s)."""
     def run(*args):
         return subprocess.run([sys.executable, "-m", "ntkcheck.verify", *map(str, args)], capture_output=True,
                               text=True, timeout=600, check=False)
     ok = run(certs["screen-bundled"])
     assert ok.returncode == 0 and "every claim verified" in ok.stdout
     bad = _tamper(certs["certify-spd"], tmp_path, _matrix_entry, reseal=True)
-    assert run(bad).returncode == 1
+    refuted = run(bad)
+    assert refuted.returncode == 1 and "REFUTED" in refuted.stdout
     rec = json.loads(certs["decide-gap"].read_text())
     rec["claims"] = [{"id": "weak", "kind": "none", "reason": "weak property inconclusive: nothing certified"}]
     (tmp_path / "none.json").write_text(json.dumps(rec))
-    assert run(tmp_path / "none.json").returncode == 3
+    assert verify.main([str(tmp_path / "none.json")]) == 3
     (tmp_path / "junk.json").write_text("{not json")
-    assert run(tmp_path / "junk.json").returncode == 2
-    assert run().returncode == 2
+    assert verify.main([str(tmp_path / "junk.json")]) == 2
+    assert "unreadable certificate" in capsys.readouterr().err
+    assert verify.main([]) == 2
+    assert "usage:" in capsys.readouterr().out
 
 
 def test_the_verifier_imports_nothing_of_the_package(certs):
@@ -404,13 +412,13 @@ def test_a_bound_true_only_for_the_float64_view_is_refuted(exact_certs, tmp_path
     forged = _forged_view_bound(exact_certs["heads at thirds (Gram, exactly singular)"], tmp_path)
     code, rows = verify.verify_file(forged)
     assert code == 1 and "not reproduced" in rows[0][2], rows
-    common = sys.modules["ntkcheck.verify._common"]
-    real = common._values
+    reader = sys.modules["ntkcheck.verify._inputs"]
+    real = reader._values
 
     def float_view(v, arrays):  # the mutation: exact values read as their nearest doubles
         a = real(v, arrays)
         return np.array([float(x) for x in a.reshape(-1)]).reshape(a.shape) if a.dtype == object else a
-    monkeypatch.setattr(common, "_values", float_view)
+    monkeypatch.setattr(reader, "_values", float_view)
     assert verify.verify_file(forged)[0] == 0
     assert verify.verify_file(exact_certs["translates at tenths (dependent)"])[0] == 1
 

@@ -95,9 +95,13 @@ def hand_off(samples: Any, params: Any, mdl: Model, flow: Any, *, layers: int, T
         return HandOff(False, -1, math.nan, None, (), None, "no record after the start")
     if not at(last).certified:
         c = memo[last]
+        at_floor = floor is not None and flow.loss[last] <= 10.0 * float(np.asarray(floor).reshape(-1)[-1])
+        hint = ("the loss there is at the run's rounding floor, so a longer run cannot lower it: the second-derivative "
+                "bound at that state (the ball's radius it allows) is what limits" if at_floor else
+                "a longer run (--time) reaches smaller losses")
         return HandOff(False, -1, math.nan, c, tuple(memo), None,
                        f"no record of the run is a state from which convergence is proved: at the last record "
-                       f"(s = {flow.s[last]:.4g}) {c.message}; a longer run (--time) reaches smaller losses")
+                       f"(s = {flow.s[last]:.4g}) {c.message}; {hint}")
     lo, hi, cut = 0, last, ""
     while hi - lo > 1:
         if out_of_time():

@@ -37,6 +37,7 @@ from ..dynamics._experiment import (
     _from_weighted,
     _setup,
     _targets_from,
+    _weighted_flat,
 )
 from ..dynamics.flow import FlowResult, flow_time, gradient_flow
 from ..dynamics.model import AttentionParams, LossKind
@@ -230,6 +231,7 @@ def local_convergence(
     certify: bool = True,
     tube: bool = True,
     tube_progress: Any = None,
+    targets: Any = None,
 ) -> LocalConvergence:
     r"""Experiment (a): targets :math:`y = z_0 + \varepsilon r` near the initial outputs.
 
@@ -246,6 +248,9 @@ def local_convergence(
     searched for a hand-off (:mod:`ntkcheck.convergence.handoff`) and, for the flow and with ``tube``, the
     validated tube from FixUp to it is built within the time left (:mod:`ntkcheck.convergence.from_fixup`;
     ``tube_progress(s, e)`` is called after each of its segments).
+    ``targets``: the readout targets ``y`` themselves, an
+    ``(n, d)`` array (one row per sample; ``loss="readout"``), instead of ``z_0 + eps r``; ``eps`` is
+    then :math:`|W^{1/2}(y - z_0)|`, so that :math:`\mathcal L(0) = \varepsilon^2/2` still.
 
     References: seed 002 Thm. 8.5 (eq. 31 and the displacement bound), seed 003 Thm. 4.
     """
@@ -268,11 +273,7 @@ def local_convergence(
 
         warnings.warn(f"the NTK at initialisation is singular (lambda_min={lam0:.3g}, lambda_max={lamM:.3g}): "
                       "Thm. 8.5 does not apply; see kernel_plateau", NtkcheckWarning, stacklevel=2)
-    rng = np.random.default_rng(seed + 1)
-    u_dir = rng.standard_normal(len(st.evals))
-    u_dir /= np.linalg.norm(u_dir)
-    # residual z0 - y = -eps r, i.e. u0 = W^{1/2}(z0 - y) = -eps u_dir
-    y = st.z0 + eps * _from_weighted(st, u_dir)
+    y, eps, u_dir = _offset_targets(st, eps, seed) if targets is None else _given_targets(st, targets)
     if time_end is None:
         time_end = flow_time(st.evals, decades).time  # finite even for a singular NTK
     targets = _targets_from(st, y)
@@ -318,6 +319,30 @@ def local_convergence(
         cert, float(noise[-1]), int(np.sum(pos)), holds, search, float(f_int), float(floor[-1]), comparison, L0_up,
         tuple(float(v) for v in noise), ho, targets, fx,
     )
+
+
+def _offset_targets(st: Any, eps: float, seed: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """``(y, eps, u_dir)`` for targets ``eps`` away along a seeded direction: ``u0 = W^{1/2}(z0 - y) = -eps u_dir``."""
+    rng = np.random.default_rng(seed + 1)
+    u_dir = rng.standard_normal(len(st.evals))
+    u_dir /= np.linalg.norm(u_dir)
+    return st.z0 + eps * _from_weighted(st, u_dir), float(eps), u_dir
+
+
+def _given_targets(st: Any, targets: Any) -> tuple[np.ndarray, float, np.ndarray]:
+    """``(y, eps, u_dir)`` for readout targets given by the user: ``u0 = W^{1/2}(z0 - y) = -eps u_dir``."""
+    if st.loss != "readout":
+        raise DomainError("targets: given targets are readout targets (one row per sample): use loss='readout'")
+    y = np.asarray(targets, dtype=np.float64)
+    if y.shape != st.z0.shape:
+        raise DomainError(f"targets: expected one row per sample, shape {st.z0.shape}, got {y.shape}")
+    if not np.all(np.isfinite(y)):
+        raise DomainError("targets: has non-finite entries")
+    u0 = _weighted_flat(st, st.z0 - y)
+    eps = float(np.linalg.norm(u0))
+    if not (eps > 0 and math.isfinite(eps)):
+        raise DomainError("targets: equal the outputs at initialisation (the loss is 0 from the start) or overflow")
+    return y, eps, -u0 / eps
 
 
 def _hand_over(samples: Any, params: AttentionParams, mdl: Any, flow: FlowResult, layers: int, T: float, loss: str,

@@ -75,3 +75,24 @@ def test_moved_centre_with_a_new_digest_is_refused(record):
     forged["digest"] = digest(forged["inputs"], {})
     code, rows = verify_record(forged)
     assert code == 1 and rows[0][1] == "refuted", rows
+
+
+@pytest.mark.parametrize("hidden, expected", [(["flint"], "verified"), (["flint", "mpmath"], "unchecked")])
+def test_the_claim_without_python_flint(record, tmp_path, hidden, expected):
+    """The verifier runs on its own (``ntkcheck/`` on ``sys.path``, nothing else of ntkcheck): without python-flint
+    the spectrum is proved with mpmath's intervals (verified); without both libraries the claim is "unchecked",
+    never refuted (exit 3). Mutation: an ImportError reported as a failed proof would give exit 1."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(record))
+    root = Path(__file__).resolve().parents[2] / "ntkcheck"
+    probe = (f"import json, sys\nfor m in {hidden!r}: sys.modules[m] = None\nsys.path.insert(0, {str(root)!r})\n"
+             f"import verify\nprint(json.dumps(verify.verify_file({str(p)!r})))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    code, rows = json.loads(out.stdout.strip().splitlines()[-1])
+    status = {cid: st for cid, st, _ in rows}
+    assert code == 3 and status["convergence"] == expected, rows
