@@ -350,14 +350,22 @@ def _hand_over(samples: Any, params: AttentionParams, mdl: Any, flow: FlowResult
                time_budget: float | None, started: float) -> tuple[Any, Any]:
     """The hand-off along the run (:mod:`ntkcheck.convergence.handoff`) and, for the flow, the tube from FixUp to
     it (:mod:`ntkcheck.convergence.from_fixup`), each within what the run's time budget and the command's leave."""
-    from .handoff import hand_off
+    from .handoff import HandOff, hand_off
 
     def left() -> float | None:
         rest = None if time_budget is None else max(float(time_budget) - (time.perf_counter() - started), 1.0)
         return _budget.capped(rest)
 
-    ho = hand_off(samples, params, mdl, flow, layers=layers, T=T, loss=loss, step=step, floor=floor, check=check,
-                  seconds=left())
+    # each centred certificate is one uninterruptible call (a forward-mode Jacobian over every parameter): under a
+    # limited budget the search runs where the caller stops waiting at the deadline (ntkcheck._budget.run)
+    limit = left()
+    outer = _budget.current().seconds is not None
+    with _budget.scope(None if outer or limit is None else _budget.Budget(limit), stoppable=True):
+        try:
+            ho = _budget.run(lambda: hand_off(samples, params, mdl, flow, layers=layers, T=T, loss=loss, step=step,
+                                              floor=floor, check=check, seconds=limit), "the hand-off search")
+        except _budget.OutOfTime as exc:
+            return HandOff(False, -1, math.nan, None, (), None, f"not searched to the end: {exc}", cut=str(exc)), None
     if not (tube and ho.found and step is None):
         return ho, None
     from .from_fixup import from_fixup

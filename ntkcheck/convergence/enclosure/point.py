@@ -64,7 +64,8 @@ def loss_bounds(mdl: Model, theta: np.ndarray, rad: np.ndarray | None = None, *,
 
 def _chunks(mdl: Model, P: int) -> list[np.ndarray]:
     n, S, d = mdl.X.shape
-    per = max(1, CHUNK_ENTRIES // max(1, n * S * S * mdl.heads))
+    # the largest arrays of a chunk of k directions: the scores (k, n, S, S, H), the parameters' tangents (k, P)
+    per = max(1, CHUNK_ENTRIES // max(1, n * S * S * mdl.heads, P))
     return [np.arange(a, min(P, a + per)) for a in range(0, P, per)]
 
 
