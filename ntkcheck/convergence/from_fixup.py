@@ -44,7 +44,8 @@ class FromFixup:
     tube : the :class:`~ntkcheck.convergence.enclosure.tube.Enclosure` from FixUp
     growth : :math:`\int\bar\mu` over the tube (how much the defects were amplified, as a log)
     defect : :math:`\int|\delta|` over the tube (Euclidean)
-    limiting : which term limits when not certified (``"time budget"``, ``"room"``, ``"certificate"``)
+    limiting : which term limits when not certified (``"time budget"``, ``"room"``, ``"certificate"``, ``"tube"``:
+        the tube could not be continued, its message says why)
     message : the statement, or what is missing
     """
 
@@ -111,6 +112,7 @@ def from_fixup(samples: Any, params: Any, mdl: Model, *, layers: int, T: float, 
         tubes.append(tube)
         s_k, q, e_rho = tube.s[-1], tube.states[-1], tube.radius[-1]
         if not tube.complete:
+            limiting = "time budget" if tube.message.startswith("the time budget") else "tube"
             break
         cert = centred_certificate(samples, params.unflat(q), mdl, layers=int(layers), T=float(T), loss=loss,
                                    start_radius=e_rho)
@@ -133,6 +135,7 @@ def from_fixup(samples: Any, params: Any, mdl: Model, *, layers: int, T: float, 
     else:
         room = _room(cert) if cert is not None else float("nan")
         why = {"time budget": f"the time budget stopped the tube at s = {s_k:.4g}",
+               "tube": whole.message,
                "room": f"the tube's radius {e_rho:.3g} at s = {s_k:.4g} exceeds the room {room:.3g} the certificate leaves",
                "certificate": f"the certificate at the tube's state s = {s_k:.4g} does not hold"
                               + (f" ({cert.message})" if cert is not None else "")}[limiting]

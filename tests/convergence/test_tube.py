@@ -117,3 +117,13 @@ def test_defect_bound_dominates_the_defect_at_many_points(order):
         dp = np.polynomial.polynomial.polyval(t, c[1:] * np.arange(1, c.shape[0])[:, None])
         worst = max(worst, float(np.linalg.norm(dp - cs_field(SAMPLES, y, pt, H, D, L))))
     assert worst <= sup
+
+
+def test_a_tube_whose_growth_overflows_stops_and_says_why():
+    """A start whose last one-sided Lipschitz bound is huge (mu = 1e300: exp(mu * span) overflows float64 on every step longer than 1e-9) is no
+    error: the tube ends at its start, incomplete, saying it could not be continued (the eps = 0.3 README run
+    raised OverflowError there). From FixUp, such a stop is reported as limited by the tube."""
+    p, y, mdl = _problem()
+    enc = tb.enclose(mdl, p.flat(), 5.0, start=tb.Start(0.0, p.flat(), 0.0, 1e300))
+    assert not enc.complete and enc.s == (0.0,) and "could not be continued" in enc.message, enc.message
+    assert "overflows" in enc.message

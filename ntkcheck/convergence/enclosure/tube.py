@@ -206,7 +206,7 @@ def _gronwall(steps: list[_Step], e0: float, mu: float) -> tuple[list[float], fl
     mu = max(mu, 0.0)
     e, out, top = e0, [], e0
     for st in steps:
-        grow = math.exp(mu * st.h) * (1.0 + 8.0 * U)
+        grow = (math.exp(mu * st.h) if mu * st.h < 709.0 else math.inf) * (1.0 + 8.0 * U)  # overflow: unbounded
         inside = (e + st.defect_int) * grow
         top = max(top, inside)
         e = float(_up(np.array(inside + st.jump)))
@@ -285,8 +285,13 @@ def _prove_segment(mdl: Model, steps: list[_Step], e0: float, mu_prev: float, ch
     r""":math:`\bar\mu` on the segment's tube, then Gronwall; the tube radius ``ebar`` assumed for
     :math:`\bar\mu` is raised until the radius stays below it."""
     span = steps[-1].s + steps[-1].h - steps[0].s
-    ebar = 4.0 * (e0 + sum(st.defect_int + st.jump for st in steps)) * math.exp(max(mu_prev, 0.0) * span) + 1e-300
+    growth = max(mu_prev, 0.0) * span
+    if not growth < 700.0:  # exp overflows: no finite radius can be assumed for the segment
+        raise DomainError(f"the tube's growth over a segment, exp({growth:.3g}), overflows")
+    ebar = 4.0 * (e0 + sum(st.defect_int + st.jump for st in steps)) * math.exp(growth) + 1e-300
     for _ in range(6):
+        if not math.isfinite(ebar):
+            break
         mu, how = _segment_mu(mdl, steps, ebar, cheap, opts)
         radii, top = _gronwall(steps, e0, mu)
         if top <= ebar:
@@ -327,8 +332,12 @@ def enclose(mdl: Model, theta0: np.ndarray, s_end: float, *, options: TubeOption
             message = f"the time budget was spent at s = {s:.4g}"
             break
         t_seg = time.perf_counter()
-        steps = _collect(mdl, s, q, s_end, opts, span, pending, deadline)
-        steps, radii, mu_prev, how = _prove_or_split(mdl, steps, pending, e, mu_prev, cheap, opts)
+        try:
+            steps = _collect(mdl, s, q, s_end, opts, span, pending, deadline)
+            steps, radii, mu_prev, how = _prove_or_split(mdl, steps, pending, e, mu_prev, cheap, opts)
+        except DomainError as exc:  # no proved continuation: the tube ends here, and says why
+            message = f"the tube could not be continued at s = {s:.4g}: {exc}"
+            break
         done = steps[-1].s + steps[-1].h - steps[0].s
         grew = max(mu_prev, 0.0) * done
         # the next segment's length: about opts.growth of growth each (mu decays along the run: they lengthen)
