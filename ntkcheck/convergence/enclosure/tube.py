@@ -292,7 +292,8 @@ def _prove_segment(mdl: Model, steps: list[_Step], e0: float, mu_prev: float, ch
     for _ in range(6):
         if not math.isfinite(ebar):
             break
-        mu, how = _segment_mu(mdl, steps, ebar, cheap, opts)
+        with np.errstate(over="ignore"):  # an overflow is an infinite bound: the segment is then not proved
+            mu, how = _segment_mu(mdl, steps, ebar, cheap, opts)
         radii, top = _gronwall(steps, e0, mu)
         if top <= ebar:
             return radii, mu, how
