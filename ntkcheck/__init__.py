@@ -15,7 +15,9 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
       convergence            the certified Thm. 8.5 guarantee (L_K, split region) and the local-convergence runs
     dynamics                 model, adjoint, NTK over all parameters, flows
     io                       token files, heads files, real models
-    ntk                      heads, features, Gram on distinct atoms, structures, cross-check
+    ntk                      the NTK at FixUp, inside in this order: heads, features and the Gram's
+                             linear algebra (gram_matrix); its certificate (certificate); the pipeline
+                             of gram() (gram_matrix); head counts (heads); Prop. 8 (prop8)
     independence             decision, certified rank, identities, sufficient conditions
     cgf                      CGFs, the empirical law (one sample type), closed-form families
     _validate, _memory       validation where data enter; memory estimates before allocation
@@ -95,8 +97,8 @@ from .ntk.certificate.user_matrix import certify_matrix as certify_matrix
 # the NTK Gram at FixUp (module ``ntkcheck.ntk.gram_matrix.pipeline``; the function is ``gram``)
 from .ntk.gram_matrix.features import Heads as Heads
 from .ntk.gram_matrix.features import init_heads as init_heads
-from .ntk.gram_matrix.pipeline import GramResult as GramResult
 from .ntk.gram_matrix.pipeline import gram as gram
+from .ntk.gram_matrix.result import GramResult as GramResult
 
 # screening token data (module ``ntkcheck.screening``; the function is ``screen``)
 from .screening import ScreenReport as ScreenReport

@@ -72,7 +72,8 @@ from .ntk.certificate.useful_rate import (
     useful_rate,
 )
 from .ntk.gram_matrix.features import Heads, _atom_count
-from .ntk.gram_matrix.pipeline import GramResult, certify_result, gram
+from .ntk.gram_matrix.pipeline import certify_result, gram
+from .ntk.gram_matrix.result import GramResult
 from .ntk.heads import law as _head_law
 from .ntk.heads.law import HeadLawBound
 from .ntk.heads.rank import default_head_count

@@ -18,7 +18,7 @@ blocked Cholesky on the workers").
    (:func:`ntkcheck.distributed._tiled.cholesky`); when it runs to completion,
    :math:`\lambda_{\min}(\hat G) \ge t - \frac{\gamma_{n+1}}{1-\gamma_{n+1}}\operatorname{tr}(\hat G - tI)
    - u \max_i |\hat g_{ii} - t|` minus the underflow allowance (the same function as the serial
-   route, :func:`~ntkcheck.ntk.certificate.rounding.rump_allowance`).
+   route, :func:`~ntkcheck.ntk.gram_matrix.cholesky.rump_allowance`).
 3. ``t`` **as the serial route chooses it:** one factorisation of :math:`\hat G`, a Lanczos
    estimate :math:`\hat\lambda` of :math:`\lambda_{\min}` (ARPACK on :math:`\hat G^{-1}` through
    the tiled factor, the serial starting vector and tolerance), then ``t = 0.9``, ``0.5``,

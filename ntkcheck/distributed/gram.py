@@ -16,7 +16,7 @@ whole samples: a sample's atoms are contiguous rows) and a task computes one til
 are summed **on the workers**: a pairwise tree of fixed shape (``reduce="tree"``, depth
 :math:`\lceil\log_2 B\rceil` for ``B`` head blocks) or a left fold in head order
 (``reduce="ordered"``, the order of the serial
-:func:`~ntkcheck.ntk.gram_matrix.pipeline._gram_accumulated`). The additions run at a higher
+:func:`~ntkcheck.ntk.gram_matrix.accumulate.accumulate`). The additions run at a higher
 priority than the products (Dask runs ready tasks of higher priority first), so finished
 partials are folded in as soon as their partner exists rather than after every product; only the ``p (p + 1) / 2`` summed tiles travel to the
 client, one by one, into the lower triangle of ``G``. The laws (per row block) and the
@@ -62,15 +62,9 @@ from ..cgf import Empirical, as_laws
 from ..errors import InputError, NtkcheckWarning
 from ..ntk.certificate.routes import MAX_CERTIFY_TOKENS, GramCertificate, PositivityCertificate
 from ..ntk.gram_matrix.features import DEFAULT_CHUNK, Heads, _as_heads, _atom_count, init_heads
-from ..ntk.gram_matrix.pipeline import (
-    MAX_EIGENVALUES,
-    RESOLUTION_EIGH,
-    GramResult,
-    SampleSize,
-    _extremal_eigh,
-    merge_note,
-    spectrum_status,
-)
+from ..ntk.gram_matrix.problem import MAX_EIGENVALUES, SampleSize, merge_note
+from ..ntk.gram_matrix.result import GramResult
+from ..ntk.gram_matrix.spectrum import RESOLUTION_EIGH, _extremal_eigh, spectrum_status
 from . import _certified, _tiled
 from ._accumulate import _block_features as _block_features  # noqa: F401  (tests and the benchmark use it)
 from ._accumulate import _row_blocks, _submit
@@ -362,7 +356,7 @@ def distributed_gram(
         ``p (p + 1) / 2 >= workers`` there is no reduction at all: one task per tile.
     reduce : {"tree", "ordered"}
         Pairwise tree on the workers, or a left fold in head order (the serial order: bit for
-        bit equal to ``_gram_accumulated`` when the blocks are the same, ``tiles = 1`` and each
+        bit equal to the serial ``accumulate`` when the blocks are the same, ``tiles = 1`` and each
         block's product is one BLAS dot product).
     keep_matrix : bool
         Keep the symmetric ``(M, M)`` Gram (``M <= 4096``) in ``result.gram.matrix`` (not with

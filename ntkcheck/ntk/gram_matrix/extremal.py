@@ -3,7 +3,7 @@ r"""Extreme eigenvalues of the NTK Gram without a full eigendecomposition.
 ``eigvalsh`` reduces the whole Gram to tridiagonal form (``4 M^3 / 3`` flops, memory-bound: at
 ``M = 2048`` it was 5-8x the Cholesky here); the reports need :math:`\lambda_{\min}`,
 :math:`\lambda_{\max}` and, only near the rounding floor, the smallest eigenpairs. Here, on the
-array of a :class:`~ntkcheck.ntk.certificate.rounding.SymmetricWork` (the Gram and its Cholesky factor in
+array of a :class:`~ntkcheck.ntk.gram_matrix.cholesky.SymmetricWork` (the Gram and its Cholesky factor in
 ``8 M^2`` bytes):
 
 * :func:`largest`: Lanczos (ARPACK) on :math:`\hat G`, one ``dsymv`` a step;
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
-from ..certificate.rounding import gamma, serial_blas
+from .cholesky import gamma, serial_blas
 
 #: below this order the eigenpairs come from a dense ``eigh`` of the Gram (cheaper than ARPACK there)
 DENSE_MAX = 256
@@ -135,7 +135,7 @@ def _inverse_iteration(work: Any, steps: int = 30) -> tuple[np.ndarray, int]:
 
 
 def smallest(work: Any, *, tol: float = LANCZOS_TOL, dense_max: int = DENSE_MAX) -> RitzPair | None:
-    r"""The smallest eigenpair of the Gram of ``work`` (a :class:`~ntkcheck.ntk.certificate.rounding.SymmetricWork`
+    r"""The smallest eigenpair of the Gram of ``work`` (a :class:`~ntkcheck.ntk.gram_matrix.cholesky.SymmetricWork`
     whose last factorisation of :math:`\hat G - tI`, ``t`` below :math:`\lambda_{\min}`, succeeded), or None
     without a factor.
 
