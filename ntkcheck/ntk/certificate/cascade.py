@@ -6,7 +6,8 @@ r"""The certificate of :func:`~ntkcheck.ntk.gram_matrix.pipeline.gram`: the chea
    Lanczos estimate of :math:`\lambda_{\min}` chooses the shift, the radius of the accumulated Gram
    comes from :func:`~ntkcheck.ntk.certificate.rounding.enclosure`: one more Cholesky in the common
    case, no second pass (``O(M^3)``, any ``M``). Without a pass (the ``"svd"`` route, or a result
-   certified after the fact) one pass is made here.
+   certified after the fact) the verified Cholesky makes its own
+   (:func:`~ntkcheck.ntk.certificate.routes.verified_cholesky`).
 2. When that refuses, or float64 did not see the Gram positive, and ``M <= MAX_CERTIFY_TOKENS``:
    the **preconditioned** bound on :math:`\sigma_{\min}(F)` or **Arb**
    (:func:`~ntkcheck.ntk.certificate.routes.certify_lambda_min`). Beyond that size a Gram below
@@ -31,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from ... import _budget
-from ..gram_matrix.accumulate import AccumulatedGram, accumulate
+from ..gram_matrix.accumulate import AccumulatedGram
 from ..gram_matrix.cholesky import SymmetricWork
 from ..gram_matrix.problem import GramProblem
 from .inputs import exactly_singular
@@ -41,10 +42,10 @@ from .routes import (
     GramCertificate,
     PositivityCertificate,
     _certify,
-    _certify_lower,
     _positivity_for_values_given,
     _refused,
     certify_factored,
+    verified_cholesky,
 )
 
 __all__ = ["certify_gram", "certificate_within_budget", "TIME_SPENT"]
@@ -85,12 +86,7 @@ def _verified_cholesky(problem: GramProblem, acc: AccumulatedGram | None, work: 
     """Rump's criterion on ``work`` from the estimate ``lam`` (or, without a pass, on a pass made here),
     as a statement about the values given."""
     if work is None or acc is None or lam is None:
-        acc = accumulate(problem, bound=True)
-        enc = enclosure(problem, acc)
-        del acc
-        if enc.why is not None:
-            return _refused(problem.M, enc.why, None, None)
-        return _positivity_for_values_given(problem, _certify_lower(enc.G, enc.radius, problem.progress))
+        return verified_cholesky(problem)
     enc = enclosure(problem, acc)
     if enc.why is not None:
         return _refused(problem.M, enc.why, None, None)

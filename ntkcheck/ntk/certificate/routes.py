@@ -516,12 +516,7 @@ def certify_positive(samples: Any, heads: Heads, *, arb: bool = True, max_bits: 
     """
     problem = GramProblem.of(samples, heads, chunk=chunk, progress=progress)
     M = problem.M
-    enc = enclosure(problem, accumulate(problem, bound=True))
-    if enc.why is not None:
-        out = _refused(M, enc.why, None, None)
-    else:
-        out = _positivity_for_values_given(problem, _certify_lower(enc.G, enc.radius, progress))
-    del enc
+    out = verified_cholesky(problem)
     if out.positive or not arb or M > MAX_CERTIFY_TOKENS:
         return out
     cert = _certify(problem, max_bits=max_bits)
@@ -530,6 +525,16 @@ def certify_positive(samples: Any, heads: Heads, *, arb: bool = True, max_bits: 
                                      f"float64 route: {out.statement}; {cert.detail}",
                                      out.lambda_min_float, out.radius, M, cert.inputs_rounded)
     return replace(out, statement=f"{out.statement}; Arb route inconclusive at {cert.bits} bits")
+
+
+def verified_cholesky(problem: GramProblem) -> PositivityCertificate:
+    """Steps 1 and 2 of :func:`certify_positive` on a validated problem: one pass over the heads with
+    its proved radius, Rump's criterion on the Gram in its own array, as a statement about the values
+    given (:func:`_positivity_for_values_given`)."""
+    enc = enclosure(problem, accumulate(problem, bound=True))
+    if enc.why is not None:
+        return _refused(problem.M, enc.why, None, None)
+    return _positivity_for_values_given(problem, _certify_lower(enc.G, enc.radius, problem.progress))
 
 
 def _positivity_for_values_given(problem: GramProblem, out: PositivityCertificate) -> PositivityCertificate:

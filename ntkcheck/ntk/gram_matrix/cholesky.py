@@ -161,13 +161,6 @@ class SymmetricWork:
         y = sla.blas.dtrsv(self.A, np.ravel(v), lower=1, trans=0)
         return sla.blas.dtrsv(self.A, y, lower=1, trans=1, overwrite_x=1)
 
-    def solve(self, b: np.ndarray) -> np.ndarray:
-        """``(L L^T)^{-1} b`` with the factor in the lower triangle (LAPACK ``dpotrs``)."""
-        x, info = sla.lapack.dpotrs(self.A, b, lower=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"dpotrs failed (info={info})")
-        return x
-
     def abs_norm(self) -> float:
         r"""A bound on :math:`\| |\hat G| \|_2` for a computed Gram :math:`\hat G = \mathrm{fl}(\hat F \hat F^T)`:
         :math:`|\hat g_{ij}| \le (1 + 3\gamma_K) \sqrt{\hat g_{ii} \hat g_{jj}}` (each entry a sum of products

@@ -44,8 +44,8 @@ from .features import (
 __all__ = ["SampleSize", "GramOptions", "InitLaw", "GramProblem", "MAX_EIGENVALUES", "merge_note", "rounded_inputs",
            "check_token_range"]
 
-#: full spectrum returned (and the Gram kept) up to this many distinct atoms (rows of the Gram).
-MAX_EIGENVALUES = 4096
+#: full spectrum returned (and the Gram kept) up to this many distinct atoms (rows of the Gram)
+MAX_EIGENVALUES = _sizes.MAX_EIGENVALUES
 
 
 @dataclass(frozen=True)

@@ -253,11 +253,10 @@ def _extremal_eigh(G: np.ndarray) -> tuple[float, float] | None:
     return pairs[0].value, pairs[1].value
 
 
-def svd_seconds(shape: tuple[int, ...], vectors: bool = False) -> float:
-    """Estimated seconds of the singular values (or, with ``vectors``, the thin SVD) of a matrix of
-    ``shape`` (:func:`ntkcheck._budget.dense_seconds`)."""
+def svd_seconds(shape: tuple[int, ...]) -> float:
+    """Estimated seconds of the singular values of a matrix of ``shape`` (:func:`ntkcheck._budget.dense_seconds`)."""
     m, k = min(shape), max(shape)
-    return _budget.dense_seconds(4.0 * m * m * k, _budget.SVD if vectors else _budget.SVDVALS)
+    return _budget.dense_seconds(4.0 * m * m * k, _budget.SVDVALS)
 
 
 def _svd_eigenvalues(F: np.ndarray) -> np.ndarray:

@@ -42,7 +42,7 @@ def test_symmetric_work_factors_in_place_and_restores():
         L = np.linalg.cholesky(G - t * np.eye(n))
         assert np.allclose(np.tril(work.A), L, rtol=0, atol=1e-9 * np.abs(L).max())  # LAPACK vs LAPACK
         assert np.array_equal(np.triu(work.A, 1), np.triu(G, 1))  # the copy is untouched
-    x = work.solve(np.ones(n))
+    x = work.inverse(np.ones(n))
     assert np.allclose((G - 0.5 * np.eye(n)) @ x, np.ones(n), atol=1e-8)
     lam = np.linalg.eigvalsh(G)[0]
     assert work.factor(lam * 1.5) is None  # G - tI indefinite: the factorisation fails

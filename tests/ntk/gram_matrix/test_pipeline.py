@@ -11,7 +11,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from ntkcheck.cgf import Empirical
-from ntkcheck.ntk.certificate import cascade
+from ntkcheck.ntk.certificate import routes
 from ntkcheck.ntk.certificate.routes import (
     certify_lambda_min,
     gram_matrix_arb,
@@ -242,7 +242,7 @@ def test_certify_reuses_the_pass_and_the_cholesky(monkeypatch):
         calls.append("F")
         raise AssertionError("F formed whole")
 
-    for module in (pipeline, cascade):
+    for module in (pipeline, routes):  # the pass of the float path, or of the verified Cholesky alone
         monkeypatch.setattr(module, "accumulate", counted)
     monkeypatch.setattr(GramProblem, "features", whole)
     laws = _laws(32, 8, 8, 1)
