@@ -4,7 +4,7 @@ r"""The certificate of :func:`~ntkcheck.ntk.gram_matrix.pipeline.gram`: the chea
    inequality; :func:`~ntkcheck.ntk.certificate.routes.certify_factored`) on the pass over the heads
    already made: the work array of the spectrum step holds :math:`\hat G` and its factor, the
    Lanczos estimate of :math:`\lambda_{\min}` chooses the shift, the radius of the accumulated Gram
-   comes from :func:`~ntkcheck.ntk.certificate.rounding.enclosure`: one more Cholesky in the common
+   comes from :func:`~ntkcheck.ntk.certificate.rounding.gram_radius`: one more Cholesky in the common
    case, no second pass (``O(M^3)``, any ``M``). Without a pass (the ``"svd"`` route, or a result
    certified after the fact) the verified Cholesky makes its own
    (:func:`~ntkcheck.ntk.certificate.routes.verified_cholesky`).
@@ -32,11 +32,10 @@ from dataclasses import replace
 from typing import Any
 
 from ... import _budget
-from ..gram_matrix.accumulate import AccumulatedGram
 from ..gram_matrix.cholesky import SymmetricWork
 from ..gram_matrix.problem import GramProblem
 from .inputs import exactly_singular
-from .rounding import enclosure
+from .rounding import gram_radius
 from .routes import (
     MAX_CERTIFY_TOKENS,
     GramCertificate,
@@ -71,28 +70,28 @@ def certificate_within_budget(func: Callable[..., GramCertificate]) -> Callable[
 
 
 @certificate_within_budget  # a step that would not fit in the time budget: "not certified (time budget spent)"
-def certify_gram(problem: GramProblem, *, float64_positive: bool, acc: AccumulatedGram | None = None,
-                 work: SymmetricWork | None = None, lam: float | None = None) -> GramCertificate:
+def certify_gram(problem: GramProblem, *, float64_positive: bool, work: SymmetricWork | None = None,
+                 lam: float | None = None) -> GramCertificate:
     """A rigorous lower bound on ``lambda_min`` of the Gram of ``problem`` by the cheapest sound route,
-    or why not (the module docstring). ``acc``, ``work`` and ``lam``: the pass over the heads made by
-    the float path, its work array (the Gram and its factor) and the Lanczos estimate of
-    :math:`\\lambda_{\\min}`; without them the verified Cholesky makes its own pass."""
-    pc = _verified_cholesky(problem, acc, work, lam) if float64_positive else None
+    or why not (the module docstring). ``work`` and ``lam``: the work array of the float path (the
+    Gram of its pass and its factor) and its estimate of :math:`\\lambda_{\\min}`; without them the
+    verified Cholesky makes its own pass."""
+    pc = _cholesky_on_the_pass(problem, work, lam) if float64_positive else None
     return _after_positivity(problem, pc)
 
 
-def _verified_cholesky(problem: GramProblem, acc: AccumulatedGram | None, work: SymmetricWork | None,
-                       lam: float | None) -> PositivityCertificate:
-    """Rump's criterion on ``work`` from the estimate ``lam`` (or, without a pass, on a pass made here),
-    as a statement about the values given."""
-    if work is None or acc is None or lam is None:
+def _cholesky_on_the_pass(problem: GramProblem, work: SymmetricWork | None, lam: float | None) -> PositivityCertificate:
+    """Rump's criterion on ``work`` from the estimate ``lam`` (or, without a pass, on a pass made for
+    it), as a statement about the values given. The radius of the Gram comes from its diagonal, which
+    the work array saved before any factorisation (:func:`~ntkcheck.ntk.certificate.rounding.gram_radius`)."""
+    if work is None or lam is None:
         return verified_cholesky(problem)
-    enc = enclosure(problem, acc)
-    if enc.why is not None:
-        return _refused(problem.M, enc.why, None, None)
+    r = gram_radius(problem, work.diag)
+    if r.why is not None:
+        return _refused(problem.M, r.why, None, None)
     # proved for the Gram of the float64 view: a statement about the values given only through
     # the proved effect of their rounding (certificate/inputs.py), else kept as evidence
-    return _positivity_for_values_given(problem, certify_factored(work, lam, enc.radius, problem.progress))
+    return _positivity_for_values_given(problem, certify_factored(work, lam, r.radius, problem.progress))
 
 
 def _after_positivity(problem: GramProblem, pc: PositivityCertificate | None) -> GramCertificate:

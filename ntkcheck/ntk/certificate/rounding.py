@@ -8,8 +8,9 @@ users find them. Underflow is covered by absolute allowances (``_TINY``, ``ETA``
 
 * :func:`feature_radius_sq`: :math:`E \ge \|\hat F - F\|_F` for the float64 features (an error
   analysis of the queries, scores, max-shifted exponentials, softmax and means);
-* :func:`enclosure`: the radius :math:`\|\hat G - F F^T\|_2 \le \gamma_K \rho + 2 E \sqrt{\rho} + E^2`
-  of the Gram accumulated over head blocks (:mod:`ntkcheck.ntk.gram_matrix.accumulate`);
+* :func:`gram_radius`: the radius :math:`\|\hat G - F F^T\|_2 \le \gamma_K \rho + 2 E \sqrt{\rho} + E^2`
+  of the Gram accumulated over head blocks (:mod:`ntkcheck.ntk.gram_matrix.accumulate`), with
+  :math:`\rho` bounded by its trace (no work beyond the Gram);
 * :func:`enclosed_gram`: both at once, for laws and heads given directly.
 """
 
@@ -22,8 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...cgf.empirical import Empirical
-from ..gram_matrix.accumulate import AccumulatedGram, accumulate
-from ..gram_matrix.accumulate import _perron_vector as _perron_vector  # noqa: F401  (distributed/ uses it)
+from ..gram_matrix.accumulate import accumulate
 from ..gram_matrix.cholesky import _SAFE, _TINY, U, gamma
 from ..gram_matrix.cholesky import SymmetricWork as SymmetricWork
 from ..gram_matrix.cholesky import rump_allowance as rump_allowance
@@ -78,10 +78,12 @@ def _law_table(src: Sequence[Empirical] | GramProblem, H: int) -> _Laws:
     else:
         atoms, masses = tuple(law.atoms for law in src), tuple(law.masses for law in src)
     N = np.array([x.shape[0] for x in atoms])
-    R = np.array([float(np.max(_norm_up(x))) for x in atoms])
-    X = np.array([float(np.max(np.abs(x))) for x in atoms])
-    mmin = np.array([float(np.min(m)) for m in masses])
+    first = np.concatenate([[0], np.cumsum(N)[:-1]])  # every law has an atom: reduceat's segments
+    rows = np.concatenate(atoms)
     m = np.concatenate(masses)
+    R = np.maximum.reduceat(_norm_up(rows), first)  # row by row, as law by law
+    X = np.maximum.reduceat(np.max(np.abs(rows), axis=1), first)
+    mmin = np.minimum.reduceat(m, first)
     return _Laws(N, R, X, mmin, np.repeat(np.arange(len(atoms)), N), np.sqrt(m / H) * (1.0 + 4.0 * U))
 
 
@@ -161,11 +163,23 @@ def feature_radius_sq(laws: Sequence[Empirical] | GramProblem, heads: Heads,
 
 
 @dataclass(frozen=True)
+class GramRadius:
+    r"""A proved bound ``radius`` :math:`\ge \|\hat G - F F^T\|_2` for the Gram accumulated over head
+    blocks and the exact features ``F``; ``rounding`` (the product) and ``features`` (the radius of
+    ``F``) are its two parts, ``abs_norm`` the bound :math:`\rho \ge \rho(|\hat F||\hat F|^T)` they
+    use, ``why`` a reason when no finite radius is proved (then ``radius`` is ``inf``)."""
+
+    radius: float
+    rounding: float
+    features: float
+    abs_norm: float
+    why: str | None
+
+
+@dataclass(frozen=True)
 class GramEnclosure:
     r"""``G`` (``M x M``, Fortran order, lower triangle) with :math:`\|G - F F^T\|_2 \le` ``radius``
-    for the exact features ``F``; ``rounding`` (product) and ``features`` (radius of ``F``) are
-    its two parts, ``abs_norm`` the bound on :math:`\rho(|\hat F||\hat F|^T)`, ``blocks`` the
-    number of head blocks, ``why`` a reason when no finite radius is proved."""
+    (the parts of :class:`GramRadius`), summed over ``blocks`` head blocks."""
 
     G: np.ndarray
     radius: float
@@ -176,30 +190,30 @@ class GramEnclosure:
     why: str | None
 
 
-
-def enclosure(problem: GramProblem, acc: AccumulatedGram) -> GramEnclosure:
-    r"""The proved radius of the Gram accumulated over head blocks (:mod:`ntkcheck.ntk.gram_matrix.accumulate`)
+def radius_terms(e2: np.ndarray, dmax: float, diag: np.ndarray, K: int) -> GramRadius:
+    r"""The radius of a Gram :math:`\hat G = \mathrm{fl}(\sum_c \hat F_c \hat F_c^T)` of ``K`` columns
+    from its diagonal ``diag`` and the feature radii ``(e2, dmax)`` of :func:`feature_radius_sq`:
 
     .. math::
 
-        \|\hat G - F F^T\|_2 \le \gamma_K\,\rho + 2 E \sqrt{\rho} + E^2, \qquad
-        \rho \ge \rho(|\hat F||\hat F|^T) \ge \|\hat F\|_2^2,\quad E \ge \|\hat F - F\|_F,
+        \|\hat G - F F^T\|_2 \le \gamma_K\,\rho + M K \eta + 2 E \sqrt{\rho} + E^2, \qquad
+        \rho = \frac{(1 + \gamma_M) \sum_i \hat g_{ii}}{1 - \gamma_K} + M K \eta
+        \;\ge\; \sum_i \|\hat F_i\|^2 \;\ge\; \rho(|\hat F||\hat F|^T) \;\ge\; \|\hat F\|_2^2,
 
-    ``K = H d``: every entry of :math:`\hat G` is one sum of ``K`` products evaluated in some order
-    (each ``syrk`` adds its block's products to the running entry), so Higham's
-    :math:`\gamma_K` bound holds whatever the blocking. :math:`\rho` by Collatz-Wielandt,
-    :math:`\max_i (\sum_c |\hat F_c| |\hat F_c|^T v)_i / v_i` from the sums of the pass. ``E`` from
-    :func:`feature_radius_sq` (``O(n H)``). A pass made without the bound gives the radius ``inf``
-    and ``why`` says so.
+    :math:`E \ge \|\hat F - F\|_F`, ``M`` the rows. Every entry of :math:`\hat G` is one sum of ``K``
+    products in some order (each ``syrk`` adds its block's products to the running entry), so
+    :math:`|\hat G - \hat F \hat F^T| \le \gamma_K |\hat F||\hat F|^T` entrywise whatever the blocking,
+    plus ``K`` underflows of at most :math:`\eta` each (Higham Sec. 3.1). Cauchy-Schwarz gives
+    :math:`(|\hat F||\hat F|^T)_{ij} \le \|\hat F_i\|\|\hat F_j\|`, a rank-one nonnegative majorant whose
+    spectral radius is :math:`\sum_i \|\hat F_i\|^2`, and the diagonal entry
+    :math:`\hat g_{ii} = \mathrm{fl}(\|\hat F_i\|^2)` is within :math:`\gamma_K` of it: the trace of the
+    Gram already computed bounds :math:`\rho`, at no cost. ``theory/certificates.md`` ("(b) the product").
     """
-    if acc.abs_sums is None or acc.perron is None:
-        return GramEnclosure(acc.G, math.inf, math.inf, math.inf, math.inf, acc.blocks, "no bound was asked for")
-    M, K = problem.M, problem.K
-    e2, _, dmax = feature_radius_sq(problem, problem.heads)
-    # w: sums of nonnegative products (length M, then the block's columns, then the blocks)
-    rho = float(np.max(acc.abs_sums / acc.perron)) * (1.0 + gamma(M + K + acc.blocks + 2)) * _SAFE
+    M = diag.shape[0]
+    tiny = M * K * _TINY
+    rho = (float(np.sum(diag)) * (1.0 + gamma(M)) / (1.0 - gamma(K)) + tiny) * _SAFE
     E = math.sqrt(float(np.sum(e2)) * (1.0 + gamma(M + 2))) * _SAFE
-    rounding = gamma(K) * rho * _SAFE
+    rounding = (gamma(K) * rho + tiny) * _SAFE
     feats = (2.0 * E * math.sqrt(rho) + E * E) * _SAFE
     radius = (rounding + feats) * _SAFE
     why = None
@@ -207,14 +221,38 @@ def enclosure(problem: GramProblem, acc: AccumulatedGram) -> GramEnclosure:
         why = (f"the proved rounding of the attention scores reaches {dmax:.3g} (> {DELTA_MAX:g}): the float64 "
                "enclosure of the softmax weights says nothing there")
         radius = math.inf
-    return GramEnclosure(acc.G, radius, rounding, feats, rho, acc.blocks, why)
+    return GramRadius(radius, rounding, feats, rho, why)
+
+
+def gram_radius(problem: GramProblem, diag: np.ndarray) -> GramRadius:
+    """:func:`radius_terms` for the Gram of ``problem`` whose diagonal is ``diag`` (the feature radii
+    by :func:`feature_radius_sq`, ``O(n H)``)."""
+    e2, _, dmax = feature_radius_sq(problem, problem.heads)
+    return radius_terms(e2, dmax, diag, problem.K)
 
 
 def enclosed_gram(laws: Sequence[Empirical], heads: Heads, chunk: int, progress: bool = False, *,
                   bound: bool = True) -> GramEnclosure:
     r""":math:`\hat G = \mathrm{fl}(\sum_c \hat F_c \hat F_c^T)` accumulated over head blocks
     (:func:`~ntkcheck.ntk.gram_matrix.accumulate.accumulate`) with, when ``bound``, its proved radius
-    (:func:`enclosure`), for laws and heads given directly (validated here). Memory: the
+    (:func:`gram_radius`; else ``inf``), for laws and heads given directly (validated here). Memory: the
     ``8 M^2``-byte Gram plus one block of ``F`` (at most ``8 max(2^25, 256 M)`` bytes)."""
     problem = GramProblem.of(laws, heads, chunk=chunk, progress=progress)
-    return enclosure(problem, accumulate(problem, bound=bound))
+    acc = accumulate(problem)
+    if not bound:
+        return GramEnclosure(acc.G, math.inf, math.inf, math.inf, math.inf, acc.blocks, "no bound was asked for")
+    r = gram_radius(problem, np.diagonal(acc.G).copy())
+    return GramEnclosure(acc.G, r.radius, r.rounding, r.features, r.abs_norm, acc.blocks, r.why)
+
+
+def _perron_vector(A: np.ndarray, iters: int = 4) -> np.ndarray:
+    """A positive vector near the Perron vector of ``A A^T`` (``A >= 0``; any positive vector is valid):
+    the start of the distributed route's Collatz-Wielandt sums (:mod:`ntkcheck.distributed`)."""
+    v = np.ones(A.shape[0])
+    for _ in range(iters):
+        w = A @ (A.T @ v)
+        top = float(w.max())
+        if not top > 0:
+            return np.ones(A.shape[0])
+        v = w / top + 1e-3  # strictly positive, bounded away from 0
+    return v

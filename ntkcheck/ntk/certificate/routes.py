@@ -46,7 +46,7 @@ from ..gram_matrix.features import DEFAULT_CHUNK, Heads, _as_heads
 from ..gram_matrix.problem import GramProblem
 from .arb_fast import problem_bound
 from .inputs import carried_over, rounding_radius
-from .rounding import enclosure
+from .rounding import gram_radius
 
 __all__ = [
     "GramCertificate",
@@ -531,10 +531,11 @@ def verified_cholesky(problem: GramProblem) -> PositivityCertificate:
     """Steps 1 and 2 of :func:`certify_positive` on a validated problem: one pass over the heads with
     its proved radius, Rump's criterion on the Gram in its own array, as a statement about the values
     given (:func:`_positivity_for_values_given`)."""
-    enc = enclosure(problem, accumulate(problem, bound=True))
-    if enc.why is not None:
-        return _refused(problem.M, enc.why, None, None)
-    return _positivity_for_values_given(problem, _certify_lower(enc.G, enc.radius, problem.progress))
+    acc = accumulate(problem, "certified Gram (features, syrk)")
+    r = gram_radius(problem, np.diagonal(acc.G).copy())
+    if r.why is not None:
+        return _refused(problem.M, r.why, None, None)
+    return _positivity_for_values_given(problem, _certify_lower(acc.G, r.radius, problem.progress))
 
 
 def _positivity_for_values_given(problem: GramProblem, out: PositivityCertificate) -> PositivityCertificate:

@@ -8,10 +8,9 @@ measured slower per flop here (``benchmarks/bench_gram.py``). Every entry of :ma
 sum of ``K = H d`` products evaluated in some order, whatever the blocking, which is what the
 certificate's product bound needs (:mod:`ntkcheck.ntk.certificate.rounding`).
 
-With ``bound`` the pass also sums, block by block, the Collatz-Wielandt products
-:math:`w = \sum_c |\hat F_c| |\hat F_c|^T v` (``v`` from power steps on the first block), from which
-the certificate bounds :math:`\rho(|\hat F||\hat F|^T)`: ``4 M k`` flops a block of ``k`` columns
-against the ``syrk``'s ``M^2 k``.
+The pass is the same with and without a certificate: the certificate's bound on the rounding of
+the product needs only the diagonal of :math:`\hat G` (its trace bounds :math:`\rho(|\hat F||\hat F|^T)`,
+:func:`~ntkcheck.ntk.certificate.rounding.radius_terms`), so certifying adds no work to the pass.
 
 Memory: the ``8 M^2``-byte Gram (Fortran order, lower triangle: every consumer reads only that
 triangle) plus one block of ``F`` of at most ``8 max(2^25, 256 M)`` bytes (at least 256 columns,
@@ -25,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 
-from .cholesky import serial_blas
 from .features import _feature_columns, _head_block, _progress
 from .problem import GramProblem
 
@@ -35,40 +33,25 @@ __all__ = ["AccumulatedGram", "accumulate"]
 @dataclass(frozen=True, eq=False)
 class AccumulatedGram:
     r"""The pass over the heads: ``G`` (``M x M``, Fortran order, lower triangle) holds
-    :math:`\hat G`, summed over ``blocks`` head blocks; with the bound, ``abs_sums`` is
-    :math:`w = |\hat F||\hat F|^T v` for the positive vector ``perron`` (else both are None)."""
+    :math:`\hat G`, summed over ``blocks`` head blocks."""
 
     G: np.ndarray
     blocks: int
-    abs_sums: np.ndarray | None = None
-    perron: np.ndarray | None = None
 
 
-def _perron_vector(A: np.ndarray, iters: int = 4) -> np.ndarray:
-    """A positive vector near the Perron vector of ``A A^T`` (``A >= 0``); any positive vector is valid."""
-    v = np.ones(A.shape[0])
-    for _ in range(iters):
-        w = A @ (A.T @ v)
-        top = float(w.max())
-        if not top > 0:
-            return np.ones(A.shape[0])
-        v = w / top + 1e-3  # strictly positive, bounded away from 0
-    return v
-
-
-def accumulate(problem: GramProblem, *, bound: bool = False) -> AccumulatedGram:
-    """:math:`\\hat G` over head blocks by ``syrk`` (the module docstring), with the Collatz-Wielandt
-    sums of the certificate when ``bound``."""
+def accumulate(problem: GramProblem, desc: str | None = None) -> AccumulatedGram:
+    r""":math:`\hat G` over head blocks by ``syrk`` (the module docstring). The same pass serves the
+    float spectrum and the certificate: the certificate's bound on the product needs only the
+    diagonal of :math:`\hat G` (:func:`~ntkcheck.ntk.certificate.rounding.radius_terms`). ``desc``
+    names the pass in the progress bar (a certified Gram says so)."""
     M, H, d = problem.M, problem.H, problem.d
     c = _head_block(M, H, d)
     G = np.zeros((M, M), order="F")
     block = np.empty((M, c * d))
-    v: np.ndarray | None = None
-    w = np.zeros(M) if bound else None
     nblocks = 0
     with _progress(M * H, problem.progress) as bar:
-        if bound:
-            bar.set_description("certified Gram (features, syrk, |F| bound)")
+        if desc is not None:
+            bar.set_description(desc)
         bar.set_postfix_str(f"G {8 * M * M / 1e9:.2f} GB + F block {8 * M * c * d / 1e9:.2f} GB")
         for h0 in range(0, H, c):
             h1 = min(H, h0 + c)
@@ -77,11 +60,4 @@ def accumulate(problem: GramProblem, *, bound: bool = False) -> AccumulatedGram:
             # B.T is Fortran-ordered (k, M): syrk(trans=1) forms B B^T without copying B.
             G = sla.blas.dsyrk(1.0, B.T, beta=1.0, c=G, trans=1, lower=1, overwrite_c=1)
             nblocks += 1
-            if w is not None:
-                np.abs(B, out=B)
-                with serial_blas():  # two matrix-vector products: memory-bound
-                    if v is None:
-                        v = _perron_vector(B)
-                    w += B @ (B.T @ v)
-    return AccumulatedGram(G, nblocks, w, v)
-
+    return AccumulatedGram(G, nblocks)

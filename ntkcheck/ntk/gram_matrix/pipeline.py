@@ -74,6 +74,9 @@ from .spectrum import spectrum_budget, spectrum_of
 
 __all__ = ["gram", "certify_result"]
 
+#: the progress bar's name of the pass over the heads when a certificate is asked for
+_PASS = "certified Gram (features, syrk)"
+
 
 def gram(
     samples: Any,
@@ -178,13 +181,14 @@ def gram(
         warnings.warn(problem.rank_sentence(), NtkcheckWarning, stacklevel=2)  # names gram's caller
     with _budget.scope(as_budget(time_budget)):
         with spectrum_budget(problem.M):  # without the spectrum there is nothing to report
-            acc = None if method == "svd" else accumulate(problem, bound=certify and not problem.by_size)
+            acc = None if method == "svd" else accumulate(problem, _PASS if certify else None)
             spec, fac = spectrum_of(problem, acc)
+        del acc  # the Gram lives on in the work array of fac
         cert = None  # not asked for, or singular by size
         if certify and not problem.by_size:  # on the pass made and its factor (None on the "svd" route)
-            cert = certify_gram(problem, float64_positive=spec.status == "positive", acc=acc,
-                                work=fac and fac.work, lam=fac and fac.estimate)
-        del acc, fac  # the M x M work array is no longer needed
+            cert = certify_gram(problem, float64_positive=spec.status == "positive", work=fac and fac.work,
+                                lam=fac and fac.estimate)
+        del fac  # the M x M work array is no longer needed
         return gram_result(problem, spec, cert, notes)
 
 

@@ -32,7 +32,7 @@ def test_symmetric_work_factors_in_place_and_restores():
     # The factor of fl(G) - tI in the shared array equals numpy's Cholesky of a separate copy,
     # and the Gram is restored bit for bit from the upper copy between factorisations.
     rng = np.random.default_rng(0)
-    n = 560  # above the block size 512: the blocked triangle copies cross a block edge
+    n = 560  # not a multiple of the tile size 128: the tiled triangle copies cross tile edges
     B = rng.standard_normal((n, 2 * n))  # lambda_min ~ (sqrt(2n) - sqrt(n))^2 ~ 120
     G = B @ B.T
     work = SymmetricWork(np.asfortranarray(np.tril(G)))

@@ -228,15 +228,15 @@ def test_arb_gram_uses_the_masses():
 
 
 def test_certify_reuses_the_pass_and_the_cholesky(monkeypatch):
-    """gram(certify=True): one pass over the heads (the accumulation runs once, with the
-    certificate's bound, and F is never formed whole) and two Cholesky factorisations in all
-    (the float path's and the verified shifted one)."""
+    """gram(certify=True): one pass over the heads (the accumulation runs once, and F is never
+    formed whole) and two Cholesky factorisations in all (the float path's and the verified
+    shifted one)."""
     calls = []
     real = accumulate_module.accumulate
 
-    def counted(problem, *, bound=False):
-        calls.append(bound)
-        return real(problem, bound=bound)
+    def counted(problem, desc=None):
+        calls.append("pass")
+        return real(problem, desc)
 
     def whole(self):
         calls.append("F")
@@ -247,7 +247,7 @@ def test_certify_reuses_the_pass_and_the_cholesky(monkeypatch):
     monkeypatch.setattr(GramProblem, "features", whole)
     laws = _laws(32, 8, 8, 1)
     r = gram(laws, init_heads(64, 8, seed=1), certify=True)
-    assert calls == [True]
+    assert calls == ["pass"]
     assert r.certified_positive and r.certified.kind == "float64-cholesky"
     assert "2 Cholesky factorisations" in r.certified.detail
     # the bound is below the float lambda_min, and within 0.9 of it (t = 0.9 lambda, tiny radius)
