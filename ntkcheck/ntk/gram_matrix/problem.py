@@ -5,13 +5,14 @@ r"""The Gram's inputs validated once: :class:`GramProblem`, what every later ste
 reported): the samples become their empirical laws (:func:`~ntkcheck.cgf.empirical.as_laws`), a
 head count is checked against memory and drawn (:func:`~ntkcheck.ntk.gram_matrix.features.init_heads`),
 explicit heads are checked against the tokens' dimension, then ``method``, ``spectrum``, ``chunk``,
-the memory of the Gram, the **token range** (:func:`check_token_range`, the one range check of the
-call) and the size limit of ``keep_matrix``. The problem carries what the features, the accumulated
-Gram, its spectrum, its certificate and the result need: the laws and their arrays (atoms, masses,
-row offsets, stacked by atom count for the features), the heads, the sizes ``M``, ``H``, ``d``,
-``K = H d``, which inputs are not doubles (the rounding facts of ``theory/certificates.md``,
-"Inputs: exact, refused or rounded"), and the options of the call. No later step reads the laws
-through their properties again.
+the **token range** (:func:`check_token_range`, the one range check of the call), the memory of
+the Gram and the size limit of ``keep_matrix``. The problem carries what the features, the
+accumulated Gram, its spectrum, its certificate and the result need: the laws and their arrays
+(atoms, masses, row offsets, stacked by atom count for the features), the heads, the sizes ``M``,
+``H``, ``d``, ``K = H d``, which inputs are not doubles (the rounding facts of
+``theory/certificates.md``, "Inputs: exact, refused or rounded"), and the options of the call. On
+the certified path no later step reads the laws through their properties again (the Arb route and
+the exact checks read the exact values the laws keep).
 
 References: seed 003 section 3.1 (a sample is its empirical law); ``theory/ntk-prop8.md``.
 """
@@ -191,7 +192,7 @@ class GramProblem:
 
         ``heads`` is a :class:`Heads` or a tuple ``(Q, b)``; with ``init``, also a head count drawn
         from that law. ``options`` (those of :func:`~ntkcheck.ntk.gram_matrix.pipeline.gram`) are
-        checked after the heads, the token range last but for the ``keep_matrix`` limit."""
+        checked after the heads, the token range after ``chunk``."""
         laws = as_laws(samples)
         d = laws[0].dim
         if init is not None:
