@@ -1,19 +1,21 @@
-"""Benchmark of the certificate of the head law's NTK (ntkcheck.ntk.heads.law), issue 20.
+"""Benchmark of the certificate of the head law's NTK (ntkcheck.ntk.heads.law), issues 20 and 32.
 
-For M = 64, 256, 1024 distinct atoms (samples of N = 8 Gaussian tokens of norm about 1,
-``x ~ N(0, I / d)``), d = 8 and 384, Gaussian heads (``q_scale = b_scale = 1``),
-``delta = 1e-6``:
+Rows ``M:d[:N]``: ``M / N`` samples of ``N`` Gaussian tokens (default ``N = 8``), ``x ~ N(0, I / d)``,
+Gaussian heads with unit scales, ``delta = 1e-6``. Two tables, each from one run:
 
-* the pilot: the screen's default head count from the span of the atoms and the float64
-  ``lambda_min`` of that draw's Gram (the estimate of ``lambda_min(K_rho)``);
-* ``L``, the bound on one head's Gram, and ``L t / lambda``, what the number of heads scales with;
-* the heads drawn and the seconds taken by ``head_law_bound`` within ``--seconds`` (default
-  600), the lower and upper bounds, and the cost per head measured in the same run;
-* the heads a lower bound of half the pilot's ``lambda_min`` needs (``5.25 L t / lambda``) and
-  the seconds that takes at the measured rate.
+1. **Bounds against the draw.** The draw is what a screening reports: ``screen()`` itself (rows with
+   ``M <= 64``, the head-law budget its default 20 s) or, above, the Gram of the screen's default
+   head count. Printed: the draw's ``lambda_min``, the certified ``lower`` and ``upper`` and their
+   ratios to it (the aims: ``lower >= 0.5`` and ``upper <= 2`` of the draw), the heads, rounds and
+   seconds, and the heads (seconds) a factor-2 round would still need.
+2. **Heads per second against the limit.** One block of heads through the features alone (the
+   upper bound's heads) and through the preconditioned, truncated Gram (the lower bound's heads),
+   timed; the limit is the flop count of one head at the rate of a GEMM of the same shape measured
+   in the same run (``T F``: ``M x M`` by ``M x k d``; the features' small products at that rate too)
+   plus its ``M N`` exponentials at the rate of ``np.exp`` on as many numbers.
 
-Usage: ``python benchmarks/bench_head_law.py [--seconds S] [--rows M:d ...]``. The machine may be
-shared: the per-head cost is measured in each row's own run.
+Usage: ``python benchmarks/bench_head_law.py [--seconds S] [--rows M:d[:N] ...] [--rates-only]``. The
+machine may be shared: every ratio is measured within one run.
 """
 
 from __future__ import annotations
@@ -26,41 +28,127 @@ import numpy as np
 
 from ntkcheck.cgf import as_laws
 from ntkcheck.ntk import atom_span, default_head_count, gram, head_law_bound, init_heads
-from ntkcheck.ntk.heads import _law_steps as steps
+from ntkcheck.ntk.heads.accumulate import Lens, RoundSums, draw_block
+from ntkcheck.ntk.heads.preconditioner import Estimate, make_lens
 
 
-def _row(M: int, d: int, seconds: float, seed: int = 0) -> None:
+def _laws(M: int, d: int, N: int, seed: int = 0) -> list:
     rng = np.random.default_rng(seed)
-    laws = as_laws(list(rng.standard_normal((M // 8, 8, d)) / math.sqrt(d)))
+    return as_laws(list(rng.standard_normal((M // N, N, d)) / math.sqrt(d)))
+
+
+def _draw(laws: list, M: int, d: int, seconds: float) -> tuple[float, object, int]:
+    """The draw's lambda_min and the head-law certificate: screen() itself for M <= 64."""
+    if M <= 64:
+        from ntkcheck import screen
+
+        rep = screen(laws, head_law_seconds=seconds, certify=False)
+        return rep.gram.lambda_min, rep.head_law, rep.gram.heads
     span = atom_span(laws)
     H0 = default_head_count(M, d, span)
-    g = gram(laws, init_heads(H0, d, seed=seed))
-    pilot = g.lambda_min
+    g = gram(laws, init_heads(H0, d, seed=0))
+    return g.lambda_min, head_law_bound(laws, delta=1e-6, seconds=seconds, span=span, seed=0), H0
+
+
+def bounds_row(M: int, d: int, N: int, seconds: float) -> None:
+    laws = _laws(M, d, N)
     t = time.perf_counter()
-    hl = head_law_bound(laws, delta=1e-6, seconds=seconds, pilot=pilot, span=span, seed=seed)
+    lam, hl, H0 = _draw(laws, M, d, seconds)
     secs = time.perf_counter() - t
-    L = hl.L or float("nan")
-    tt = math.log(2.0 / steps.round_delta(1e-6, 0))
-    need = 5.25 * L * tt / pilot if pilot > 0 else float("inf")
-    rate = hl.rounds[-1].seconds / hl.rounds[-1].heads if hl.rounds else float("nan")
-    low = "-" if hl.lower is None else f"{hl.lower:.3g}"
-    up = "-" if hl.upper is None else f"{hl.upper:.3g}"
-    print(f"{M:>5} {d:>4} {span.rank:>4} {H0:>5} {pilot:>9.3g} {L:>8.3g} {L * tt / pilot:>9.3g} "
-          f"{hl.heads:>9} {secs:>7.1f} {low:>9} {up:>9} {hl.status:>13} {rate * 1e3:>8.3g} {need:>10.3g} "
-          f"{need * rate:>9.3g}  {hl.detail}", flush=True)
+    low = hl.lower or 0.0
+    up = math.inf if hl.upper is None else hl.upper
+    need = "-" if hl.heads_estimate is None else f"{hl.heads_estimate:.3g}"
+    need_s = "-" if hl.seconds_estimate is None else f"{hl.seconds_estimate:.3g}"
+    print(f"{M:>5} {d:>4} {N:>3} {H0:>6} {lam:>9.3g} {low:>9.3g} {up:>9.3g} {low / lam:>6.2f} {up / lam:>6.2f} "
+          f"{hl.heads:>9} {len(hl.rounds):>3} {hl.seconds:>7.1f} {secs:>7.1f} {need:>9} {need_s:>7}  {hl.detail}",
+          flush=True)
+
+
+def _lens(laws: list, d: int) -> Lens:
+    """A preconditioned lens from a pilot of 8 M / d heads (what the second round uses)."""
+    M = sum(law.n_atoms for law in laws)
+    pilot = max(256, 8 * M // d)
+    sums = RoundSums(laws, Lens(None, 1.0, 1.0, 1e300))
+    for k in range(0, pilot, sums.per_block()):
+        Q, b = draw_block(k, min(sums.per_block(), pilot - k), d, q_scale=1.0, b_scale=1.0, dist="gaussian", seed=1)
+        sums.add(Q, b, gram=True)
+    est = Estimate(M)
+    est.set(0, sums, None)
+    import ntkcheck.ntk.heads.preconditioner as pc
+
+    old, pc.CHOICE = pc.CHOICE, "preconditioned"
+    try:
+        Q, b = draw_block(0, 256, d, q_scale=1.0, b_scale=1.0, dist="gaussian", seed=2)
+        lens, _ = make_lens(est, laws, 1e300, (Q, b), 10**4, 20.0)
+    finally:
+        pc.CHOICE = old
+    return lens
+
+
+def _gemm_rate(M: int, cols: int) -> float:
+    """Multiply-adds per second of an ``M x M`` by ``M x cols`` GEMM (best of 3)."""
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((M, M)), rng.standard_normal((M, cols))
+    best = math.inf
+    for _ in range(3):
+        t = time.perf_counter()
+        A @ B
+        best = min(best, time.perf_counter() - t)
+    return M * M * cols / best
+
+
+def _exp_rate(n: int) -> float:
+    x = np.random.default_rng(0).standard_normal(n)
+    best = math.inf
+    for _ in range(3):
+        t = time.perf_counter()
+        np.exp(x)
+        best = min(best, time.perf_counter() - t)
+    return n / best
+
+
+def rates_row(M: int, d: int, N: int) -> None:
+    laws = _laws(M, d, N)
+    lens = _lens(laws, d)
+    out = []
+    for gram_ in (False, True):
+        sums = RoundSums(laws, lens, gram=gram_)
+        k = sums.per_block(gram_)
+        Q, b = draw_block(0, k, d, q_scale=1.0, b_scale=1.0, dist="gaussian", seed=3)
+        sums.add(Q, b, gram=gram_)  # warm-up
+        t = time.perf_counter()
+        reps = 0
+        while time.perf_counter() - t < 2.0 or reps < 2:
+            sums.add(Q, b, gram=gram_)
+            reps += 1
+        secs = (time.perf_counter() - t) / (reps * k)
+        feat = M * d * (d + 1 + 2 * N)  # queries, scores, softmax means (multiply-adds)
+        madds = feat + (M * M * d * 1.5 + M * d * d if gram_ else 2 * M * d)
+        limit = madds / _gemm_rate(M, k * d) + M * N / _exp_rate(M * N * k)
+        out.append((1.0 / secs, 1.0 / limit, madds))
+    (fs, fl, fm), (gs, gl, gm) = out
+    print(f"{M:>5} {d:>4} {N:>3} {fm:>10.3g} {fs:>10.3g} {fl:>10.3g} {fl / fs:>6.2f} {gm:>10.3g} {gs:>10.3g} "
+          f"{gl:>10.3g} {gl / gs:>6.2f}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seconds", type=float, default=600.0, help="budget of each certificate (default 600)")
-    ap.add_argument("--rows", nargs="*", default=["64:8", "256:8", "1024:8", "64:384", "256:384", "1024:384"],
-                    help="M:d pairs (default: M = 64, 256, 1024 at d = 8 and 384)")
+    ap.add_argument("--seconds", type=float, default=20.0, help="head-law budget of each row (default 20)")
+    ap.add_argument("--rows", nargs="*", default=["20:3:4", "64:8", "64:4", "256:8"],
+                    help="M:d[:N] rows (default: 20:3:4 64:8 64:4 256:8)")
+    ap.add_argument("--rates-only", action="store_true", help="only the heads-per-second table")
     args = ap.parse_args()
-    print("    M    d    r    H0     pilot        L   L t/lam     heads       s     lower     upper        status "
-          "  ms/head  heads(1/2)  s(1/2)  stopped because")
-    for row in args.rows:
-        M, d = (int(v) for v in row.split(":"))
-        _row(M, d, args.seconds)
+    rows = [tuple(int(v) for v in r.split(":")) for r in args.rows]
+    rows = [(r[0], r[1], r[2] if len(r) > 2 else 8) for r in rows]
+    if not args.rates_only:
+        print("    M    d   N  draw H  draw lam     lower     upper  lo/dr  up/dr     heads ckp  hl s  total s"
+              "  need(2x)  need s  stopped because")
+        for M, d, N in rows:
+            bounds_row(M, d, N, args.seconds)
+    print("\nheads per second: features alone (upper-bound heads) and preconditioned Gram (lower-bound heads)")
+    print("    M    d   N  feat madd   feat h/s  limit h/s  limit/  gram madd   gram h/s  limit h/s  limit/")
+    for M, d, N in rows:
+        rates_row(M, d, N)
 
 
 if __name__ == "__main__":

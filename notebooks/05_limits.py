@@ -42,7 +42,21 @@
 
 # %%
 # First: outside the project's environment this stops with the command to use instead.
-from _nbsetup import SMALL, save  # notebooks/_nbsetup.py
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+if not any((Path(p or ".") / "_nbsetup.py").is_file() for p in sys.path):  # a kernel started in another folder
+    try:  # the repository of an editable install, else the folders above this one
+        import ntkcheck as _nk  # noqa: E402
+
+        _roots = [Path(_nk.__file__).resolve().parents[1], Path.cwd(), *Path.cwd().parents]
+    except ImportError:  # _nbsetup says how to run the notebooks then
+        _roots = [Path.cwd(), *Path.cwd().parents]
+    for _d in _roots:
+        if (_d / "notebooks" / "_nbsetup.py").is_file():
+            sys.path.insert(0, str(_d / "notebooks"))
+            break
+from _nbsetup import SMALL, save  # notebooks/_nbsetup.py  # noqa: E402
 
 # isort: split
 

@@ -108,3 +108,75 @@ def _checked(iterable: Iterable[Any], desc: str) -> Iterator[Any]:
     for item in iterable:
         checkpoint(desc)
         yield item
+
+
+class StepBar:
+    """A bar over the named steps of one computation (``certify``: eigenvalues, Cholesky, exact rank).
+
+    ``start(name, seconds)`` ends the previous step and names the next; a step estimated at
+    :data:`DELAY` seconds or more, or any step once the computation has run that long, is shown
+    at once (a bar is otherwise drawn only by an update, and one LAPACK call updates nothing for its
+    whole duration). Every ``start`` is a checkpoint of the time budget. Use as a context manager.
+    """
+
+    def __init__(self, total: int, *, desc: str, enabled: bool | None) -> None:
+        import time
+
+        self._bar = progress_bar(total, desc=desc, unit="step", enabled=enabled)
+        self._desc, self._started, self._t0 = desc, False, time.perf_counter()
+
+    def start(self, name: str, seconds: float = 0.0) -> None:
+        import time
+
+        if self._started:
+            self._bar.update(1)
+        else:
+            checkpoint(self._desc)
+        self._started = True
+        self._bar.set_description_str(f"{self._desc}: {name}", refresh=False)
+        if not self._bar.disable and (seconds >= _delay() or time.perf_counter() - self._t0 >= _delay()):
+            self._bar.refresh()
+
+    def __enter__(self) -> StepBar:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._bar.close()
+
+
+class ClockBar:
+    """A bar of the seconds spent against a time budget, for a step that reports no progress of its own
+    (a decision: its routes check the budget, they do not count their work). A daemon thread updates it
+    twice a second; nothing is shown for steps shorter than :data:`DELAY`. Use as a context manager."""
+
+    def __init__(self, seconds: float, *, desc: str, enabled: bool | None) -> None:
+        self._bar = progress_bar(float(seconds), desc=desc, unit="s", enabled=enabled, fractional=True)
+        self._seconds = float(seconds)
+        self._thread: Any = None
+
+    def __enter__(self) -> ClockBar:
+        import threading
+        import time
+
+        if self._bar.disable:
+            return self
+        stop = threading.Event()
+        start = time.perf_counter()
+
+        def tick() -> None:
+            while not stop.wait(0.5):
+                done = min(time.perf_counter() - start, self._seconds)
+                self._bar.n = done  # no update(): the budget's checkpoints belong to the caller's thread
+                if done >= _delay():
+                    self._bar.refresh()
+
+        self._stop = stop
+        self._thread = threading.Thread(target=tick, name="ntkcheck: progress clock", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        self._bar.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -28,7 +29,10 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["restore", "fraction", "fraction_or_text", "fractions", "dispatch", "plain"]
+__all__ = ["restore", "fraction", "fraction_or_text", "fractions", "dispatch", "plain", "structured"]
+
+#: an overlap described in words: ``"1 shared atom"``, ``"3 shared atoms"``
+_SHARED = re.compile(r"^(\d+) shared atoms?$")
 
 
 def fraction(v: Any) -> Any:
@@ -80,6 +84,30 @@ def plain(obj: Any) -> Any:
         out["overlap"] = out["overlap"].get("description")
     if "coefficient" in out and out["coefficient"] is None:
         out["coefficient"] = "-"
+    return out
+
+
+def _overlap(value: Any, prediction: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    m = _SHARED.match(value)
+    shared = int(m.group(1)) if m else (prediction.get("shared") if isinstance(prediction, dict) else None)
+    return {"shared_atoms": shared, "description": value}
+
+
+def structured(obj: Any) -> Any:
+    """The inverse of :func:`plain`: a ``to_dict()`` with values instead of free text (what ``--json``
+    prints): a ``coefficient`` ``"-"`` becomes null, an ``overlap`` ``"1 shared atom"`` becomes
+    ``{"shared_atoms": 1, "description": ...}``."""
+    if isinstance(obj, list):
+        return [structured(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: structured(v) for k, v in obj.items()}
+    if out.get("coefficient") == "-":
+        out["coefficient"] = None
+    if "overlap" in out:
+        out["overlap"] = _overlap(out["overlap"], out.get("prediction"))
     return out
 
 

@@ -57,6 +57,9 @@ def gram_lines(report: Any) -> list[str]:
         out.insert(2, f"  head count          {report.head_search.sentence()}")
     if report.crosscheck.kernel is not None:
         out.append(f"  kernel dimension    {report.crosscheck.kernel.sentence()}")
+    sup = getattr(report, "law_support", None)
+    if sup is not None and not sup.open_set:
+        out.append(f"  head law support    {sup.sentence()}")
     return out + ([] if report.head_law is None else report.head_law.report_lines())
 
 
@@ -84,7 +87,7 @@ def bottom_sentences(report: Any) -> tuple[str, str, str]:
     n = len(report.samples)
     data = (f"Data: {report.source}." if report.source else
             f"Data: {n} samples, {g.atoms} distinct atoms in d = {g.dim}, screened with H = {g.heads} heads.")
-    few = finite_heads_sentences(report.crosscheck.kernel, g, report.head_law)
+    few = finite_heads_sentences(report.crosscheck.kernel, g, report.head_law, given=report.heads == "given")
     if few is not None:
         return data, *few
     if report.outcome == "disagrees":
@@ -92,6 +95,9 @@ def bottom_sentences(report: Any) -> tuple[str, str, str]:
                    "(the CGF verdict and the spectrum contradict each other), so neither can be trusted here.")
         nxt = "Next: rerun with more heads or another seed; if it persists, report the data."
         return data, meaning, nxt
+    sup = getattr(report, "law_support", None)
+    if sup is not None and sup.singular:
+        return data, *_law_kernel_sentences(sup)
     if g.status == "singular" and g.certified is not None:
         meaning = (f"Training: the Gram on these heads is singular, proved in exact arithmetic ({g.certified.detail}): "
                    "gradient flow from FixUp cannot move the residual along its kernel, whatever the targets.")
@@ -111,26 +117,54 @@ def bottom_sentences(report: Any) -> tuple[str, str, str]:
     return data, meaning, nxt
 
 
+def _law_kernel_sentences(sup: Any) -> tuple[str, str]:
+    """A head law without an open set of ``(Q, b)`` whose NTK is proved singular: no Prop. 8, the proof."""
+    meaning = (f"Training: under the head law ({sup.law}), {sup.why}, so seed 003 Prop. 8 does not apply; its NTK "
+               f"is singular for every head of this law, proved: {sup.kernel.sentence()}. Gradient flow from "
+               "FixUp cannot move the residual along that kernel, whatever the targets and however many heads.")
+    nxt = ("Next: give the heads a law with a density on (Q, b) (positive --q-scale and --b-scale; seed 003 Prop. 8 "
+           "then applies to weakly independent CGFs), or other heads, and rerun.")
+    return meaning, nxt
+
+
 def _independent_sentences(report: Any) -> tuple[str, str]:
     """What a certified weakly independent verdict means for training, and what to do next
-    (train, or certify the Gram first: how far to trust its ``lambda_min``)."""
+    (train, or certify the Gram first: how far to trust its ``lambda_min``). Prop. 8 is invoked
+    only for a head law whose support contains an open set of ``(Q, b)``."""
     g = report.gram
     how = (f"certified: {g.certified.how}" if g.certified_positive and g.certified else
            "positive in float64 only, not certified" if g.positive else f"not established ({g.status})")
     law = "" if report.head_law is None else report.head_law.training_clause()
-    meaning = (f"Training: the CGFs are certified weakly independent, so the NTK of the head law at FixUp is "
-               f"injective (seed 003 Prop. 8){law}; the Gram of the heads drawn (the NTK of training those "
-               f"heads) is positive ({how}), lambda_0 = "
-               f"{report.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on the "
-               "per-token loss decays at least at that rate.")
-    nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
-           "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold)."
-           if g.certified_positive else
-           "Next: certify the Gram (certify=True, or the command line without --no-certify) before "
-           "relying on its lambda_min; then certify the rate with `ntkcheck flow`."
-           if g.positive else
-           "Next: certify the Gram (certify=True, or the command line without --no-certify) or use more "
-           "heads before relying on a rate.")
+    sup = getattr(report, "law_support", None)
+    if sup is None or sup.open_set:
+        head = (f"the CGFs are certified weakly independent, so the NTK of the head law at FixUp is "
+                f"injective (seed 003 Prop. 8){law}")
+    elif sup.given:
+        head = ("the CGFs are certified weakly independent, but seed 003 Prop. 8 (for a head law whose support "
+                "contains an open set of (Q, b)) does not apply to the heads given: their NTK is their Gram")
+    else:
+        head = (f"the CGFs are certified weakly independent, but under the head law ({sup.law}), {sup.why}, so "
+                "seed 003 Prop. 8 does not apply: they do not decide whether its NTK is injective"
+                + (f" (the head law's own certificate does: {law.removeprefix(', ')})" if law else ""))
+    floor = abs(g.lambda_min) <= max(getattr(g, "floor", 0.0), getattr(g, "lambda_min_tolerance", None) or 0.0)
+    rate = (": below resolution, so no convergence rate can be read from it" if floor else
+            f", lambda_0 = {report.lambda_0:.3g}: near initialisation the linearised residual of gradient flow on "
+            "the per-token loss decays at least at that rate")
+    meaning = (f"Training: {head}; the Gram of the heads drawn (the NTK of training those "
+               f"heads) is {'positive' if g.positive else 'seen'} ({how}){rate}.")
+    if g.certified_positive:
+        nxt = ("Next: train; to guarantee linear convergence for your targets, certify the rate with "
+               "`ntkcheck flow` (seed 002 Thm. 8.5, corrected threshold).")
+    elif g.certified is None:  # certification was not asked for (--no-certify, certify=False)
+        nxt = ("Next: certify the Gram (certify=True, or the command line without --no-certify) before relying on "
+               "its lambda_min" + ("; then certify the rate with `ntkcheck flow`." if g.positive else
+                                   ", or use more heads."))
+    elif "time budget" in g.certified.detail:
+        nxt = ("Next: the certificate was cut short by the time budget: rerun with a larger --max-seconds "
+               "(time_budget) before relying on a rate.")
+    else:
+        nxt = ("Next: the certificate was attempted and failed (lambda_min is at the rounding floor of the Gram): "
+               "do not rely on a rate from it; rescale the tokens to order 1, or use more heads.")
     return meaning, nxt
 
 

@@ -1,8 +1,10 @@
-"""Text helpers of the reports (library and command line): every printed line fits :data:`WIDTH` columns."""
+"""Text helpers of the reports (library and command line): every printed line fits :data:`WIDTH` columns,
+or the terminal's ``COLUMNS`` when that is narrower (:func:`report_width`)."""
 
 from __future__ import annotations
 
 import math
+import os
 import textwrap
 from collections.abc import Iterable, Sequence
 
@@ -10,9 +12,24 @@ from collections.abc import Iterable, Sequence
 WIDTH = 100
 
 
-def fit(lines: Iterable[str], width: int = WIDTH) -> str:
-    """Join ``lines``, wrapping any longer than ``width`` at spaces with a hanging indent
-    (the line's own indent plus two); a word longer than the width is broken."""
+#: the narrowest width a report is wrapped to, whatever ``COLUMNS`` says
+MIN_WIDTH = 40
+
+
+def report_width() -> int:
+    """:data:`WIDTH`, or ``COLUMNS`` (the terminal's width, as shells export it) when narrower; never below
+    :data:`MIN_WIDTH`. Read at each call."""
+    try:
+        cols = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return WIDTH
+    return max(MIN_WIDTH, min(WIDTH, cols))
+
+
+def fit(lines: Iterable[str], width: int | None = None) -> str:
+    """Join ``lines``, wrapping any longer than ``width`` (default :func:`report_width`) at spaces with a
+    hanging indent (the line's own indent plus two); a word longer than the width is broken."""
+    width = report_width() if width is None else width
     out: list[str] = []
     for block in lines:
         for line in str(block).split("\n"):

@@ -167,6 +167,10 @@ def _singular_claim(report: Any) -> dict[str, Any]:
     """Screen's ``certified singular``: the dependency and the measure nu of Prop. 8."""
     cc, weak = report.crosscheck, report.weak
     pred = cc.prediction
+    sup = getattr(report, "law_support", None)
+    if sup is not None and sup.singular and not (weak.dependent and cc.statement == "necessity"):
+        return {"id": "gram", "kind": "none", "reason": f"singular for every head of the law ({sup.kernel.short()}): "
+                "no standalone certificate kind for it yet"}
     if pred is None or not pred.nu or weak.affine is None or weak.null_vector is None:
         return {"id": "gram", "kind": "none", "reason": "singular by Prop. 8 without shared atoms (single Diracs): "
                 "no standalone certificate"}
@@ -209,7 +213,7 @@ def matrix_certificate(cert: Any, matrix: Any, source: Any = None) -> dict[str, 
                   "shifts": [] if cert.shift is None else [cert.shift]}
     elif cert.status == "certified singular":
         claim |= {"kind": "matrix-singular", "rank": cert.rank}
-    elif cert.status == "certified indefinite":
+    elif cert.status == "certified indefinite" and cert.vector is not None:
         claim |= {"kind": "matrix-indefinite", "vector": {"shape": [cert.n], "data": [float(v) for v in cert.vector]}}
     else:
         claim |= {"kind": "none", "reason": f"not certified: {cert.statement}"}

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ._records import plain, restore
+from ._records import plain, restore, structured
 from ._report_text import (
     bottom_sentences,
     crosscheck_lines,
@@ -56,9 +56,10 @@ from ._report_text import (
     sample_lines,
     verdict_lines,
 )
-from ._text import WIDTH, fit
+from ._text import fit
 from ._validate import within_time_budget
 from .cgf import Empirical, as_laws
+from .cgf.empirical import require_float_view
 from .errors import InputError
 from .independence.results import Decision, no_truth_value
 from .io.files import BUNDLED_DATA, bundled_path, load_samples
@@ -71,14 +72,15 @@ from .ntk.certificate.useful_rate import (
     slow_mode,
     useful_rate,
 )
+from .ntk.gram_matrix._sizes import check_gram_range
 from .ntk.gram_matrix.features import Heads, _atom_count
-from .ntk.gram_matrix.pipeline import certify_result, gram
-from .ntk.gram_matrix.result import GramResult
+from .ntk.gram_matrix.pipeline import GramResult, certify_result, gram
 from .ntk.heads import law as _head_law
 from .ntk.heads.law import HeadLawBound
 from .ntk.heads.rank import default_head_count
-from .ntk.heads.search import HeadSearch, search_heads
+from .ntk.heads.search import HeadSearch, proved_by_rank, search_heads
 from .ntk.prop8.crosscheck import CrosscheckResult, crosscheck
+from .ntk.prop8.hypotheses import HeadLawSupport, law_support
 from .ntk.prop8.structure import DependenceStructure, dependence_structure
 
 __all__ = ["SampleSummary", "ScreenReport", "screen", "default_head_count", "load_heads", "plot_report",
@@ -152,6 +154,12 @@ class ScreenReport:
     head_law: HeadLawBound | None = None
     #: how many heads were drawn and why (loaded from a dict: without the heads array)
     head_search: HeadSearch | None = None
+    #: whether the head law meets seed 003 Prop. 8's hypothesis (an open set of (Q, b)), and the
+    #: kernel proved where it does not
+    law_support: HeadLawSupport | None = None
+    #: the heads as values, ``{kind, q_scale, b_scale, seed, count, file}`` (``kind``: the law drawn
+    #: from, ``"given"`` for explicit heads, ``"file"`` for a heads file)
+    heads_spec: dict[str, Any] | None = None
 
     # a dataclass is always truthy: ``if screen(...):`` would read a dependent verdict as success
     __bool__ = no_truth_value
@@ -170,7 +178,8 @@ class ScreenReport:
         rigorous bound, but under that fraction: no training reaches the rate, and the data are
         near a dependency, :attr:`near_dependency`), ``"certified singular"`` (an exact CGF
         dependency with overlap: Prop. 8 proves the kernel; or an exact proof on these heads,
-        Gram status ``"singular"``), ``"positive in float64 only"``,
+        Gram status ``"singular"``; or the rank of these heads: ``H d < M``, or the certified rank
+        bound :math:`r + (H - 1) A < M`), ``"positive in float64 only"``,
         ``"not certified"``. ``ntkcheck screen``'s exit status is read from it."""
         g, cc = self.gram, self.crosscheck
         checks = [cc] + ([self.complement] if self.complement is not None else [])
@@ -180,6 +189,10 @@ class ScreenReport:
             return ("certified positive" if useful_rate(g, self.min_relative_lambda)
                     else "certified positive, below a useful rate")
         if g.status == "singular" or (cc.weak.dependent and cc.statement == "necessity" and cc.agreement == "agrees"):
+            return "certified singular"
+        if self.law_support is not None and self.law_support.singular:  # every head of the law: these too
+            return "certified singular"
+        if proved_by_rank(cc.kernel, g):  # H d < M, or the certified rank bound r + (H - 1) A < M
             return "certified singular"
         return "positive in float64 only" if g.positive else "not certified"
 
@@ -218,10 +231,26 @@ class ScreenReport:
         below = self.outcome == "certified positive, below a useful rate"
         return near_dependency(self.slow_mode, self.decision_notes) if below else None
 
+    @property
+    def exit_code(self) -> int:
+        """What ``ntkcheck screen`` exits with: 0 certified positive with a useful rate, 1 certified
+        singular or a disagreement, 3 otherwise (the README's table)."""
+        return {"disagrees": 1, "certified positive": 0, "certified singular": 1}.get(self.outcome, 3)
+
+    def heads_object(self) -> dict[str, Any]:
+        """The heads as values (what ``--json`` writes as ``heads``)."""
+        if self.heads_spec is not None:
+            return dict(self.heads_spec)
+        return {"kind": "given", "q_scale": None, "b_scale": None, "seed": None, "count": self.gram.heads,
+                "file": None}
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The report as values: the ``--json`` object of ``ntkcheck screen`` without what only the command
+        line knows (``schema``, ``path``, ``plot``, ``thm85``, ``certificate_out``, ``provenance``); it validates
+        against the same schema with those keys not required (``load_schema("screen", api=True)``)."""
+        return structured({
             "samples": [s.to_dict() for s in self.samples],
-            "heads": self.heads,
+            "heads": self.heads_object(),
             "weak": self.weak.to_dict(),
             "strong": self.strong.to_dict(),
             "gram": self.gram.to_dict(),
@@ -239,8 +268,12 @@ class ScreenReport:
             "slow_mode": None if self.slow_mode is None else self.slow_mode.to_dict(),
             "head_law": None if self.head_law is None else self.head_law.to_dict(),
             "head_search": None if self.head_search is None else self.head_search.to_dict(),
+            "law_support": None if self.law_support is None else self.law_support.to_dict(),
             "bottom_line": self.bottom_line,
-        }
+            "outcome": {"exit_code": self.exit_code, "conclusion": self.outcome, "bottom_line": self.bottom_line,
+                        "next_step": self.next_step, "notes": list(self.decision_notes),
+                        "near_dependency": self.near_dependency},
+        })
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ScreenReport:
@@ -251,13 +284,15 @@ class ScreenReport:
         :meth:`to_dict` are the original's."""
         d = plain(d)
         if isinstance(h := d.get("heads"), dict):  # the --json form: {kind, q_scale, b_scale, seed, ...}
-            d["heads"] = "given" if h["kind"] == "file" else f"{h['kind']}, q_scale {h['q_scale']:g}, " \
+            d["heads_spec"] = h
+            d["heads"] = "given" if h["kind"] in ("file", "given") else f"{h['kind']}, q_scale {h['q_scale']:g}, " \
                 f"b_scale {h['b_scale']:g}, seed {h['seed']}"
         comp = d.get("complement")
         rep = restore(cls, {**d, "complement_indices": [] if comp is None else comp["samples"]},
                       weak=Decision.from_dict, strong=Decision.from_dict,
                       complement=lambda c: None if c is None else CrosscheckResult.from_dict(c),
-                      head_search=lambda _: None)
+                      head_search=lambda _: None,
+                      law_support=lambda v: None if v is None else HeadLawSupport.from_dict(v))
         if d.get("head_search") is None:
             return rep
         # screen() gives the cross-check the search's own Gram and kernel prediction: the same records
@@ -289,24 +324,38 @@ class ScreenReport:
 
 def _report_table(report: ScreenReport, *, title: str | None, extra: tuple[str, ...]) -> str:
     """:meth:`ScreenReport.table`: its sections in order, then ``extra``, the notes and the
-    bottom line, fitted to :data:`~ntkcheck._text.WIDTH` columns."""
+    bottom line, fitted to :func:`~ntkcheck._text.report_width` columns (``COLUMNS`` when narrower than 100)."""
     out = [title, ""] if title else []
     out += sample_lines(report.samples)
     out.append("")
     out += verdict_lines(report)
     out += ["", *gram_lines(report)]
     out += ["", *crosscheck_lines(report)]
-    out += ["", f"NTK lambda_0:         T lambda_min = {report.lambda_0:.4g}  (per-token loss, mean-field depth "
-            f"T = {report.depth_T:g}; the loss decays at 2 lambda_0 near FixUp)", f"  caveat: {report.rate_caveat}"]
+    g = report.gram
+    if abs(g.lambda_min) <= max(g.floor, g.lambda_min_tolerance or 0.0):  # singular at the rounding level: no rate
+        out += ["", f"NTK lambda_0:         below resolution (T lambda_min, float64 sees {report.lambda_0:.1g}): no "
+                "convergence rate, the Gram is singular to working precision"]
+    else:
+        out += ["", f"NTK lambda_0:         T lambda_min = {report.lambda_0:.4g}  (per-token loss, mean-field depth "
+                f"T = {report.depth_T:g}; the loss decays at 2 lambda_0 near FixUp)", f"  caveat: {report.rate_caveat}"]
     out.extend(extra)
     out.extend(f"  note: {n}" for n in (*report.notes, *report.gram.notes))
     out.extend(f"  note (decide): {n}" for n in report.decision_notes)
     out += ["", *report.bottom_line.splitlines()]
-    return fit(out, WIDTH)
+    return fit(out)
+
+
+def _plot_status(report: ScreenReport) -> str:
+    """The Gram's status in a plot title: the screening's conclusion where it is a certificate
+    ("certified singular", "certified positive"), else what float64 saw."""
+    if report.outcome in ("certified singular", "certified positive", "certified positive, below a useful rate"):
+        return report.outcome
+    return f"{report.gram.status} (not certified)"
 
 
 def _complement_check(laws: list[Empirical], hs: Heads, weak: Any, st: DependenceStructure, *, certify: bool,
-                      max_bits: int, progress: bool, spectrum: str) -> tuple[Any, tuple[int, ...], list[str]]:
+                      max_bits: int, progress: bool, spectrum: str,
+                      support: HeadLawSupport) -> tuple[Any, tuple[int, ...], list[str]]:
     """The cross-check on the samples outside a certified dependency (what the init scales change),
     their indices, and a note when ``H d`` is below their atom count."""
     if not (weak.dependent and weak.null_vector is not None):
@@ -322,7 +371,8 @@ def _complement_check(laws: list[Empirical], hs: Heads, weak: Any, st: Dependenc
     g_sub = gram(sub, hs, progress=progress, spectrum=spectrum)
     if certify and g_sub.positive:
         g_sub = certify_result(sub, hs, g_sub, max_bits=max_bits, progress=progress)
-    return crosscheck(sub, hs, gram_result=g_sub, certify=certify, progress=progress), comp_idx, []
+    return (crosscheck(sub, hs, gram_result=g_sub, certify=certify, progress=progress,
+                       law_support=support.for_laws(sub)), comp_idx, [])
 
 
 def _summaries(laws: list[Empirical], c: tuple[Any, ...] | None) -> tuple[SampleSummary, ...]:
@@ -410,6 +460,8 @@ def screen(
         samples = load_samples(bundled_path())
         source = BUNDLED_DATA if source is None else source
     laws = as_laws(samples)
+    require_float_view(laws, "the screening's Gram")
+    check_gram_range(laws)  # before the dependence structure's moments overflow: no warning ahead of the refusal
     if not (isinstance(depth_T, (int, float)) and math.isfinite(depth_T) and depth_T > 0):
         raise InputError(f"depth_T: expected a positive number, got {depth_T!r}")
     min_relative_lambda = check_min_relative_lambda(min_relative_lambda)
@@ -417,18 +469,20 @@ def screen(
     weak = decide(laws, property="weak")
     strong = decide(laws, property="strong")
     st = dependence_structure(laws, weak=weak)
+    # Prop. 8's hypothesis on the head law, checked before anything invokes it
+    sup = law_support(laws, q_scale=q_scale, b_scale=b_scale, dist=dist,
+                      heads=heads if isinstance(heads, Heads) else None)
     # the heads and their Gram, certified where sensible (never where a kernel is predicted)
     hsr = search_heads(laws, heads, structure=st, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed,
                        certify=certify, max_bits=max_bits, progress=progress,
-                       spectrum=spectrum)
+                       spectrum=spectrum, law_kernel=sup.kernel.dimension if sup.singular else 0)  # type: ignore[union-attr]
     hs, g = hsr.heads, hsr.gram
-    hl_s = _head_law.DEFAULT_SECONDS if head_law_seconds is None else head_law_seconds
-    hl = (_head_law.head_law_bound(laws, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed, delta=delta,
-                                   seconds=hl_s, pilot=g.lambda_min if g.positive else None, structure=st,
-                                   span=hsr.span) if hl_s and not isinstance(heads, Heads) else None)
-    cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st, heads_kernel=hsr.kernel, head_law=hl)
+    hl = _head_law_step(laws, sup, st, hsr, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed, delta=delta,
+                        seconds=head_law_seconds, given=isinstance(heads, Heads))
+    cc = crosscheck(laws, hs, weak=weak, gram_result=g, structure=st, heads_kernel=hsr.kernel, head_law=hl,
+                    law_support=sup)
     complement, comp_idx, notes = _complement_check(laws, hs, weak, st, certify=certify, max_bits=max_bits,
-                                                    progress=progress, spectrum=spectrum)
+                                                    progress=progress, spectrum=spectrum, support=sup)
     return ScreenReport(
         samples=_summaries(laws, weak.null_vector if weak.dependent else None),
         heads=spec,
@@ -445,9 +499,31 @@ def screen(
         min_relative_lambda=min_relative_lambda,
         slow_mode=slow_mode(laws, hs) if useful_rate(g, min_relative_lambda) is False else None,
         drawn_heads=hs,
+        heads_spec={"kind": "given", "q_scale": None, "b_scale": None, "seed": None, "count": g.heads, "file": None}
+        if isinstance(heads, Heads) else {"kind": dist, "q_scale": float(q_scale), "b_scale": float(b_scale),
+                                          "seed": int(seed), "count": g.heads, "file": None},
         head_law=hl,
         head_search=hsr,
+        law_support=sup,
     )
+
+
+def _head_law_step(laws: list[Empirical], sup: HeadLawSupport, st: DependenceStructure, hsr: HeadSearch, *,
+                   q_scale: float, b_scale: float, dist: str, seed: int, delta: float, seconds: float | None,
+                   given: bool) -> HeadLawBound | None:
+    """The certificate of the head law's NTK: None for explicit heads (their Gram is their law's NTK)
+    or ``seconds == 0``; ``lambda_min(K_rho) = 0`` exactly, without drawing, where the law's kernel is
+    proved (:mod:`ntkcheck.ntk.prop8.hypotheses`); else drawn (:func:`~ntkcheck.ntk.heads.law.head_law_bound`)."""
+    s = _head_law.DEFAULT_SECONDS if seconds is None else seconds
+    if not s or given:
+        return None
+    if sup.singular:
+        assert sup.kernel is not None
+        return HeadLawBound("singular", delta, 0.0, 0.0, detail=sup.kernel.short())
+    g = hsr.gram
+    return _head_law.head_law_bound(laws, q_scale=q_scale, b_scale=b_scale, dist=dist, seed=seed, delta=delta,
+                                    seconds=s, pilot=g.lambda_min if g.positive else None, structure=st,
+                                    span=hsr.span)
 
 
 def plot_report(report: ScreenReport, samples: Any, path: str | Path | None = None) -> Any:
@@ -489,7 +565,8 @@ def plot_report(report: ScreenReport, samples: Any, path: str | Path | None = No
     ax1.set_yscale("log")
     ax1.set_xlabel("eigenvalue index (ascending)")
     ax1.set_ylabel("eigenvalue of W^1/2 K W^1/2")
-    ax1.set_title(f"NTK Gram at FixUp: {g.status}\nM = {g.atoms} atoms, H = {g.heads} heads, d = {d}", fontsize=10)
+    ax1.set_title(f"NTK Gram at FixUp: {_plot_status(report)}\nM = {g.atoms} atoms, H = {g.heads} heads, d = {d}",
+                  fontsize=10)
     ax1.legend(loc="lower right", fontsize=8)
     # a generic direction when the strong verdict names none (a coordinate axis can hide a sample)
     certified_w = bool(report.strong.direction)

@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "convergence": 7,  # the Thm. 8.5 certificate and the local-convergence runs: above the dynamics they bound
     "limits": 7,  # the limit-theorem experiments: above the dynamics they simulate
     "screening": 7,
+    "gram_report": 7,  # what `ntkcheck gram` reports, as one result type: beside screening
     "distributed": 8,  # sweeps and the distributed Gram: import screening (7) and ntk (4)
     "strategies": 8,
     "claims": 9,
@@ -253,11 +254,14 @@ NTK_ORDER: list[tuple[str, set[str]]] = [
     ("the certificate", {"certificate", "certificate.rounding", "certificate.inputs", "certificate.arb_fast",
                          "certificate.routes", "certificate.cascade", "certificate.useful_rate"}),
     ("the pipeline of gram()", {"gram_matrix.spectrum", "gram_matrix.result", "gram_matrix.pipeline"}),
-    ("the heads", {"heads", "heads.rank", "heads.search", "heads.law", "heads._law_steps"}),
+    ("the heads", {"heads", "heads.rank", "heads.search", "heads.law", "heads.accumulate", "heads.draw_rounding",
+                   "heads.head_range", "heads.preconditioner", "heads.rounds", "heads.span_reduction",
+                   "heads.tail_bounds"}),
     ("seed 003 Prop. 8", {"prop8", "prop8.exact", "prop8.relations", "prop8.structure", "prop8.prediction",
-                          "prop8.crosscheck"}),
-    # a matrix made elsewhere is checked against the dependence structure of its samples
-    ("matrices made elsewhere", {"certificate.user_matrix"}),
+                          "prop8.hypotheses", "prop8.crosscheck"}),
+    # a matrix made elsewhere (or its Jacobian) is checked against the dependence structure of its samples
+    ("matrices made elsewhere", {"certificate.matrix_input", "certificate.exact_matrix", "certificate.user_matrix",
+                                 "certificate.jacobian"}),
     ("the face", {""}),
 ]
 
@@ -304,8 +308,7 @@ def test_the_ntk_order_catches_a_planted_upward_import():
 #: packages outside ``ntk/`` that bind a submodule's name to something else (left to their owners;
 #: the list may only shrink): ``ntkcheck.strategies.heads`` is the strategy, not the module, etc.
 SHADOWED_ELSEWHERE = {
-    "ntkcheck.strategies.heads", "ntkcheck.verify._gram", "ntkcheck.verify._matrix",
-    "ntkcheck.convergence.eps_sweep", "ntkcheck.convergence.lipschitz_search",
+    "ntkcheck.strategies.heads", "ntkcheck.convergence.eps_sweep", "ntkcheck.convergence.lipschitz_search",
 }
 
 

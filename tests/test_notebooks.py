@@ -149,3 +149,18 @@ def test_notebooks_are_percent_format():
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_a_notebook_runs_from_another_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A kernel started outside ``notebooks/`` (Jupyter opened at the repository root, or anywhere)
+    still finds ``_nbsetup`` (issue 33): the first cell looks for it beside the installed package."""
+    import jupytext
+    import nbclient
+
+    nb = jupytext.read(NOTEBOOKS / "02_overlap.py")
+    monkeypatch.setenv("NTKCHECK_NOTEBOOK_SMALL", "1")
+    monkeypatch.setenv("NTKCHECK_FIGURE_DIR", str(tmp_path / "figures"))
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert any((tmp_path / "figures").glob("*.png"))

@@ -8,6 +8,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ntkcheck
 from ntkcheck import Decision, GramResult, MatrixCertificate, ScreenReport
@@ -224,7 +226,7 @@ def test_head_law_bounds_round_trip():
     back = _trip(rep)
     _same_report(back, rep)
     assert all(isinstance(r, HeadLawRound) for r in back.head_law.rounds)
-    few = head_law_bound(x, heads=8, delta=0.1, q_scale=2.0, b_scale=10.0)
+    few = head_law_bound(x, heads=2, delta=0.1, q_scale=2.0, b_scale=10.0)  # 2 heads never separate
     none = head_law_bound(x, seconds=1e-9, pilot=1e-9, q_scale=2.0, b_scale=10.0)
     assert few.status == "not separated" and few.rounds and not none.rounds and none.upper is None
     for hl in (few, none):
@@ -284,3 +286,106 @@ def test_every_result_type_with_to_dict_has_from_dict():
                 if not hasattr(obj, "from_dict") and f"{m.name}.{obj.__qualname__}" not in inputs:
                     missing.append(f"{m.name}.{obj.__qualname__}")
     assert found > 40 and missing == []
+
+
+# ------------------------------------------------------------- the API and the command line agree (issue 33)
+
+_INVOCATION = {"schema", "path", "plot", "thm85", "certificate_out", "provenance", "tokens", "non_finite"}  # CLI only
+
+
+def _strict(d):
+    """``d`` after a strict JSON trip (what a reader that refuses NaN sees)."""
+    from ntkcheck.cli._args import strict
+
+    return json.loads(json.dumps(strict(d), allow_nan=False))
+
+
+_tokens = st.lists(st.lists(st.lists(st.integers(-2, 2), min_size=2, max_size=2), min_size=1, max_size=3),
+                   min_size=2, max_size=3)
+
+
+@settings(deadline=None, max_examples=6)
+@given(raw=_tokens)
+def test_api_dicts_validate_and_round_trip(raw):
+    """For small integer token sets (often dependent, sharing atoms, or singular Grams): ``screen`` and
+    ``decide`` results write dicts that validate against the shipped schemas of ``ntkcheck screen`` /
+    ``decide`` (the same keys as the command line's, ``outcome`` an object with ``exit_code``), and
+    ``from_dict(...).to_dict()`` is lossless after a strict JSON trip, the structure, kernel, head law
+    and head search included."""
+    import jsonschema
+
+    from ntkcheck.cli._args import load_schema
+
+    samples = [np.array(s, dtype=float) for s in raw]
+    rep = ntkcheck.screen(samples, heads=6, head_law_seconds=2, time_budget=60)
+    d = _strict(rep.to_dict())
+    jsonschema.validate(d, load_schema("screen", api=True))
+    assert d["outcome"]["exit_code"] == rep.exit_code and d["heads"]["count"] == rep.gram.heads
+    back = _strict(ScreenReport.from_dict(d).to_dict())
+    assert back == d
+    for key in ("structure", "kernel", "head_law", "head_search"):
+        assert back[key] == d[key]
+    dec = ntkcheck.decide(samples, timeout=20)
+    dd = _strict(dec.to_dict())
+    jsonschema.validate(dd, load_schema("decide", api=True))
+    assert _strict(Decision.from_dict(dd).to_dict()) == dd
+
+
+@settings(deadline=None, max_examples=25)
+@given(n=st.integers(1, 6), seed=st.integers(0, 2**16), kind=st.sampled_from(["gram", "low", "indefinite", "f32"]))
+def test_matrix_certificates_validate_and_round_trip(n, seed, kind):
+    import jsonschema
+
+    from ntkcheck.cli._args import load_schema
+
+    rng = np.random.default_rng(seed)
+    J = rng.standard_normal((n, max(1, n - (kind == "low"))))
+    A = J @ J.T - (2.0 * np.eye(n) if kind == "indefinite" else 0.0)
+    if kind == "f32":
+        A = A.astype(np.float32)
+    for cert in (ntkcheck.certify_matrix(A), ntkcheck.certify_jacobian(J)):
+        d = _strict(cert.to_dict())
+        jsonschema.validate(d, load_schema("certify", api=True))
+        assert d["outcome"]["exit_code"] == d["exit_code"] == cert.exit_code
+        assert _strict(MatrixCertificate.from_dict(d).to_dict()) == d
+
+
+@pytest.mark.parametrize("verb", ["screen", "certify", "decide"])
+def test_command_line_dicts_load_back_losslessly(verb, tmp_path, capsys):
+    """The command line's ``--json`` object is the API's dict plus what only the command line knows: it
+    loads back with ``from_dict`` and writes the same keys and values again."""
+    rng = np.random.default_rng(3)
+    f = tmp_path / "x.npy"
+    if verb == "certify":
+        J = rng.standard_normal((5, 7))
+        np.save(f, J @ J.T)
+        argv, cls = ["certify", str(f)], MatrixCertificate
+    else:
+        np.save(f, rng.standard_normal((3, 4, 2)))
+        argv = [verb, str(f)] + (["--head-law-seconds", "0"] if verb == "screen" else [])
+        cls = ScreenReport if verb == "screen" else Decision
+    main([*argv, "--json"])
+    cli = json.loads(capsys.readouterr().out)
+    payload = {k: v for k, v in cli.items() if k not in _INVOCATION}
+    assert _strict(cls.from_dict(cli).to_dict()) == payload
+
+
+def test_a_saved_gram_json_loads_back_losslessly(tmp_path, capsys):
+    """``ntkcheck gram --json`` is a :class:`~ntkcheck.gram_report.GramReport`: its structure, kernel, head law
+    and head search load back (a GramResult alone dropped them) and the same values are written again;
+    its ``to_dict`` validates against the gram schema."""
+    import jsonschema
+
+    from ntkcheck.cli._args import load_schema
+    from ntkcheck.gram_report import GramReport
+
+    f = tmp_path / "x.npy"
+    np.save(f, np.random.default_rng(4).standard_normal((3, 4, 2)))
+    main(["gram", str(f), "--json", "--head-law-seconds", "2"])
+    cli = json.loads(capsys.readouterr().out)
+    rep = GramReport.from_dict(cli)
+    d = _strict(rep.to_dict())
+    jsonschema.validate(d, load_schema("gram", api=True))
+    assert d == {k: v for k, v in cli.items() if k not in _INVOCATION - {"tokens"}}  # a gram's token count
+    assert rep.structure is not None and rep.kernel is not None and rep.head_search is not None
+    assert rep.exit_code == cli["outcome"]["exit_code"]

@@ -120,8 +120,10 @@ def test_the_verifier_accepts_every_certificate_written(certs, name):
 def test_routes_covered(certs):
     """The certificates above exercise every route of the verifier (not a vacuous sweep)."""
     text = " ".join(why for p in certs.values() for _, _, why in verify.verify_file(p)[1])
-    for route in ("gap condition", "minor of exact coefficients", "product-identity", "term-identity",
-                  "float64 Cholesky", "ball LDL^T", "kernel vector (Prop. 8)", "exact rank", "x^T S x < 0"):
+    for route in ("gaps of the projected atoms", "minor of exact Taylor coefficients", "Vandermonde",
+                  "sigma_min of the scaled block", "exponential polynomials of both sides", "closed-form terms",
+                  "float64 Cholesky", "ball LDL^T",
+                  "kernel vector (seed 003 Prop. 8)", "exact rank", "x^T A x + e ||x||_1^2 < 0"):
         assert route in text, route
     big = json.loads(certs["certify-big"].read_text())
     assert big["arrays"] and (certs["certify-big"].parent / big["arrays"]).is_file()
@@ -404,13 +406,13 @@ def test_a_bound_true_only_for_the_float64_view_is_refuted(exact_certs, tmp_path
     forged = _forged_view_bound(exact_certs["heads at thirds (Gram, exactly singular)"], tmp_path)
     code, rows = verify.verify_file(forged)
     assert code == 1 and "not reproduced" in rows[0][2], rows
-    common = sys.modules["ntkcheck.verify._common"]
-    real = common._values
+    reader = sys.modules["ntkcheck.verify._inputs"]
+    real = reader._values
 
     def float_view(v, arrays):  # the mutation: exact values read as their nearest doubles
         a = real(v, arrays)
         return np.array([float(x) for x in a.reshape(-1)]).reshape(a.shape) if a.dtype == object else a
-    monkeypatch.setattr(common, "_values", float_view)
+    monkeypatch.setattr(reader, "_values", float_view)
     assert verify.verify_file(forged)[0] == 0
     assert verify.verify_file(exact_certs["translates at tenths (dependent)"])[0] == 1
 

@@ -30,7 +30,15 @@ __all__ = [
     "Empirical",
     "as_laws",
     "exact_masses",
+    "require_float_view",
+    "FLOAT_VIEW_MIN_NORM",
 ]
+
+#: smallest largest-token norm ``R`` the float64 Gram routes accept: the Gram's entries are at most
+#: ``R^2`` and its eigenvalues are resolved down to ``1e-26`` of the largest (the SVD of ``F``), so
+#: below ``R^2 = tiny / 1e-26`` (``tiny = 2.2e-308``, the smallest normal double) what they resolve
+#: falls into subnormals and zero
+FLOAT_VIEW_MIN_NORM = float(np.sqrt(np.finfo(np.float64).tiny / 1e-26))
 
 
 def exact_masses(weights: Any, n_tokens: int, name: str = "weights") -> list[Fraction]:
@@ -62,6 +70,24 @@ def exact_masses(weights: Any, n_tokens: int, name: str = "weights") -> list[Fra
     return [v / tot for v in out]
 
 
+def _exact_float_key(ex: np.ndarray) -> np.ndarray:
+    """An exact key of a wide float array (long double), as doubles: per value its binary exponent
+    and the doubles whose sum is its mantissa. ``frexp`` never underflows, so ``1e-400`` and ``0``
+    keep distinct keys (a split of the value itself into doubles rounds both to ``0.0``); each
+    remainder is exact (a difference of nearby floats) and the mantissa's ``nmant + 1`` bits
+    take at most ``ceil((nmant + 1) / 53)`` doubles (two on x86-64, three for IEEE quad)."""
+    mant, exp = np.frexp(ex)
+    parts = [exp.astype(np.float64)]
+    rest = mant
+    for _ in range(-(-(np.finfo(ex.dtype).nmant + 1) // 53) + 1):
+        hi = rest.astype(np.float64)
+        parts.append(hi)
+        rest = rest - hi.astype(ex.dtype)
+        if not np.any(rest):
+            break
+    return np.concatenate(parts, axis=1) + 0.0  # + 0.0: -0.0 is 0.0
+
+
 def _distinct_rows(x: np.ndarray, ex: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """The first index of each distinct row, in order of first appearance, and each row's slot
     among them; rows are compared exactly (the given values ``ex`` when they are not doubles)."""
@@ -74,9 +100,8 @@ def _distinct_rows(x: np.ndarray, ex: np.ndarray | None) -> tuple[np.ndarray, np
         return np.array([firsts[s] for s in range(len(seen))], dtype=np.intp), np.array(slot_l, dtype=np.intp)
     if ex is None:
         key = x
-    elif ex.dtype.kind == "f":  # long double: an exact (hi, lo) pair of doubles per value
-        hi = ex.astype(np.float64)
-        key = np.concatenate([hi, (ex - hi.astype(ex.dtype)).astype(np.float64)], axis=1) + 0.0
+    elif ex.dtype.kind == "f":  # long double: its exponent and the doubles that sum to its mantissa
+        key = _exact_float_key(ex)
     else:
         key = ex
     key = np.ascontiguousarray(key)
@@ -325,3 +350,59 @@ def as_laws(samples: Any, weights: Sequence[Any] | None = None) -> list[Empirica
         if law.dim != d0:
             raise InputError(f"sample {i} has dimension {law.dim}, the others have {d0}")
     return out
+
+
+def _distinct_texts(a: tuple[Fraction, ...], b: tuple[Fraction, ...]) -> tuple[str, str]:
+    """Two distinct points in as few significant digits (6 to 40) as tell them apart (their exponents
+    may be far outside float64)."""
+    for digits in (6, 12, 20, 30, 40):
+        with mp_dps(digits + 10):
+            ta, tb = (", ".join(mpmath.nstr(mpmath.mpf(v.numerator) / v.denominator, digits) for v in p) for p in (a, b))
+        if ta != tb:
+            break
+    return ta, tb
+
+
+def require_float_view(laws: Sequence[Empirical], what: str) -> None:
+    """Refuse, with a sentence naming the problem, data whose float64 view cannot stand for them
+    in the float64 routes ``what`` runs (the NTK Gram, its head search and the head law's bound).
+
+    Two cases: distinct atoms of one sample with the same nearest double (``0`` and ``1e-400``:
+    their float64 feature rows coincide, so the float64 Gram is singular by rounding, not by the
+    data), and tokens so small that the Gram's entries (at most ``R^2``, ``R`` the largest token
+    norm) leave no room for its resolution in float64 (``R <`` :data:`FLOAT_VIEW_MIN_NORM`,
+    about ``1.5e-141``). The exact routes (``decide``, the dependence structure) take such data;
+    data that are exactly zero are left to the routes, which prove their kernel.
+
+    Raises
+    ------
+    InputError
+    """
+    for i, law in enumerate(laws):
+        _, first, inverse = np.unique(law.atoms, axis=0, return_index=True, return_inverse=True)
+        if first.shape[0] == law.n_atoms:
+            continue
+        inverse = inverse.reshape(-1)
+        b = next(k for k in range(law.n_atoms) if first[inverse[k]] != k)
+        a = int(first[inverse[b]])
+        ex = law.rational_atoms()
+        ta, tb = _distinct_texts(ex[a], ex[b])
+        raise InputError(
+            f"sample {i}: atoms {a} and {b} are distinct ({ta} and {tb} exactly) but have the same nearest doubles "
+            f"({', '.join(repr(float(v)) for v in law.atoms[a])}); {what} runs in float64, where their rows of the "
+            "Gram coincide and it is singular by this rounding, not by the data: give tokens whose nearest doubles "
+            "are distinct (rescaled or recentred; the CGF verdicts of `ntkcheck decide` are exact and take them as "
+            "they are)")
+    with np.errstate(all="ignore"):
+        scale = max(float(np.max(np.abs(law.atoms))) for law in laws)
+        R = max(scale * float(np.max(np.linalg.norm(law.atoms / scale, axis=1))) for law in laws) if scale else 0.0
+    if R >= FLOAT_VIEW_MIN_NORM:
+        return
+    nonzero = any(any(v != 0 for row in law.rational_atoms() for v in row) if law.rounded else bool(np.any(law.atoms))
+                  for law in laws)
+    if nonzero:
+        raise InputError(
+            f"the largest token norm is {R:.3g} as a double, below {FLOAT_VIEW_MIN_NORM:.2g}: {what} runs in float64, "
+            f"where the Gram's entries (at most the squared norm) leave no room above the smallest normal double for "
+            "its resolution; rescale the tokens (the CGF verdicts of `ntkcheck decide` are exact and take them as "
+            "they are)")

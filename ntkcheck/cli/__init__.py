@@ -14,10 +14,11 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from ._boundary import OneLineParser, run_guarded
+from ._boundary import EXIT_INTERRUPTED, OneLineParser, run_guarded
 
 #: subcommand modules, in the order they appear in ``ntkcheck --help``
-_COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "certify", "flow", "tokens", "sweep", "experiment")
+_COMMANDS: tuple[str, ...] = ("decide", "claims", "screen", "certify", "flow", "tokens", "heads", "sweep",
+                              "experiment")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Certified checks of NTK injectivity for softmax attention (seed 003 Prop. 8).",
         epilog="exit status (every command): 0 certified positive / independent / every claim holds; "
         "1 certified singular / dependent, or a failing claim or cross-check; 3 inconclusive or not "
-        "certified; 2 bad input; 4 internal error (please report); 130 interrupted (Ctrl-C). Each command's "
+        "certified; 2 bad input; 4 internal error (please report); 130 interrupted (Ctrl-C); 141 the reader of "
+        "stdout went away (a closed pipe). Each command's "
         "--help says what they mean for it.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -47,9 +49,16 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    if argv == ["--version"]:  # answered before the subcommands (and numpy, sympy, flint) are imported
+        print(f"ntkcheck {_version()}")
+        return 0
+    try:
+        parser = build_parser()  # imports the subcommands: seconds on a loaded machine
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("ntkcheck: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return run_guarded(args.command, lambda: _run(args, argv))
 
 

@@ -6,6 +6,7 @@
   has) into ``ntkcheck <verb>: error: <message>`` and exit status 2;
 * a ``MemoryError`` that escaped the estimates into one line naming the remedy (exit 2);
 * Ctrl-C into ``ntkcheck <verb>: interrupted`` and status 130;
+* a closed stdout (``ntkcheck screen | head -1``) into a quiet end, status 141 (128 + SIGPIPE);
 * any other exception into one line with its type, message and a request to report it, and
   :data:`EXIT_INTERNAL` (4). This is a safety net: inputs are validated where they enter,
   and the bad-input suite (``tests/cli/test_bad_input.py``) checks that no case reaches it.
@@ -28,12 +29,15 @@ from typing import Any, NoReturn
 from ..errors import NtkcheckError
 from ._args import EXIT_BAD_INPUT
 
-__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "OneLineParser", "plain_warnings", "run_guarded", "REPORT_TO"]
+__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE", "OneLineParser", "plain_warnings", "run_guarded",
+           "REPORT_TO"]
 
 #: an unexpected error inside ntkcheck (a bug: the one-line message asks for a report)
 EXIT_INTERNAL = 4
 #: interrupted by Ctrl-C (128 + SIGINT, the shell's convention)
 EXIT_INTERRUPTED = 130
+#: the reader of stdout closed it (128 + SIGPIPE, what ``yes | head -1`` leaves)
+EXIT_BROKEN_PIPE = 141
 
 #: where to report an internal error
 REPORT_TO = "the ntkcheck issue tracker"
@@ -84,11 +88,28 @@ def plain_warnings(verb: str) -> Iterator[None]:
         yield
 
 
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``ntkcheck screen | head -1``): end quietly, as a shell tool does
+    (status 128 + SIGPIPE), pointing stdout at /dev/null so the interpreter's last flush stays silent."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # a stdout without a descriptor (captured in tests)
+        pass
+    return EXIT_BROKEN_PIPE
+
+
 def run_guarded(verb: str, func: Callable[[], Any]) -> int:
     """Run ``func`` (a subcommand) and return its exit status; errors become one line on stderr."""
     try:
         with plain_warnings(verb):
-            return int(func() or 0)
+            code = int(func() or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's own flush at exit
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except NtkcheckError as exc:
         print(f"ntkcheck {verb}: error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -5,7 +5,8 @@
 written). A directory, a parent directory that does not exist or an unsupported suffix is an
 argparse error (one line, exit status 2) before the computation starts, not a traceback at
 the end. ``-o`` / ``--heads-out`` likewise need an existing parent directory (``.npz`` is added
-to a name without it, as ``numpy.savez`` does).
+to a name without it, as ``numpy.savez`` does), and ``--certificate-out FILE.json`` a file name in an
+existing directory.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["plot_path", "output_path"]
+__all__ = ["plot_path", "output_path", "certificate_path"]
 
 #: formats of matplotlib's Agg-based canvases (``FigureCanvasBase.get_supported_filetypes``)
 _IMAGE_SUFFIXES = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp", "pgf", "raw",
@@ -58,3 +59,12 @@ def output_path(suffix: str) -> object:
         return str(p)
 
     return check
+
+
+def certificate_path(text: str) -> str:
+    """A certificate file to write (argparse ``type``): a file name in an existing directory, checked before
+    the run (``.json`` is not added: the name given is the file written)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a file name, got an empty string")
+    _writable_place(Path(text), ".json")
+    return text

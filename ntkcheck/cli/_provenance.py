@@ -32,7 +32,7 @@ _CURRENT: contextvars.ContextVar[tuple[list[str], argparse.Namespace] | None] = 
 _VERSIONS = {"ntkcheck": "ntkcheck", "numpy": "numpy", "scipy": "scipy", "mpmath": "mpmath",
              "python_flint": "python-flint"}
 #: arguments that name input files (``paths`` a list; ``model_dir`` a folder: its model files)
-_FILE_ARGS = ("path", "paths", "heads_file", "texts")
+_FILE_ARGS = ("path", "paths", "heads_file", "texts", "matrix", "jacobian", "tokens", "targets")
 #: commands that read the bundled example when no PATH is given
 _BUNDLED_DEFAULT = {"screen": "path", "gram": "path", "flow": "path", "sweep": "paths"}
 #: seed options recorded as given (``experiment --seeds`` is a count of seeds from ``--seed``)

@@ -9,11 +9,9 @@ step, and :func:`structured` turns the library's free-text JSON values into valu
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Any
 
-#: what the bundled ``screen_default.npz`` is (ntkcheck/data/make_screen_default.py)
-_SHARED = re.compile(r"^(\d+) shared atoms?$")
+from .._records import structured as structured
 
 
 def heads_json(args: argparse.Namespace, count: int) -> dict[str, Any]:
@@ -23,29 +21,6 @@ def heads_json(args: argparse.Namespace, count: int) -> dict[str, Any]:
                 "file": str(args.heads_file)}
     return {"kind": args.dist, "q_scale": args.q_scale, "b_scale": args.b_scale, "seed": args.seed,
             "count": count, "file": None}
-
-
-def _overlap(value: Any, prediction: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    m = _SHARED.match(value)
-    shared = int(m.group(1)) if m else (prediction.get("shared") if isinstance(prediction, dict) else None)
-    return {"shared_atoms": shared, "description": value}
-
-
-def structured(obj: Any) -> Any:
-    """A copy of a library ``to_dict()`` with values instead of free text: ``coefficient``
-    ``"-"`` becomes null, ``overlap`` ``"1 shared atom"`` becomes ``{"shared_atoms": 1, ...}``."""
-    if isinstance(obj, list):
-        return [structured(v) for v in obj]
-    if not isinstance(obj, dict):
-        return obj
-    out = {k: structured(v) for k, v in obj.items()}
-    if out.get("coefficient") == "-":
-        out["coefficient"] = None
-    if "overlap" in out:
-        out["overlap"] = _overlap(out["overlap"], out.get("prediction"))
-    return out
 
 
 def gram_lines(res: Any, st: Any, kc: Any, label: str) -> list[str]:

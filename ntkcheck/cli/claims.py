@@ -105,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
                              "exit_code": code})
     else:
         _table(reports)
+        print(fit(["", _examples_sentence(args.examples, reports)]))
         print(fit(["", f"exit status 1: {len(unexpected)} claim(s) failed unexpectedly: "
                        f"{', '.join(r.id for r in unexpected)}" if unexpected else
                        f"exit status 3: the time budget of {args.max_seconds:g} s ran out before {len(cut)} claim(s) "
@@ -112,6 +113,27 @@ def run(args: argparse.Namespace) -> int:
                        f"{', '.join(r.id for r in cut)}" if cut else
                        "exit status 0: every claim holds (known-refuted claims fail as recorded)"]))
     return code
+
+
+def _examples_sentence(examples: int, reports: list[Any]) -> str:
+    """Why the 'tried' column is not ``--examples``: each claim runs its pinned cases, then ``examples //
+    cost`` drawn instances (at least 1), and more until its minimum of held instances is reached."""
+    from ..claims import CLAIMS
+
+    by_id = CLAIMS
+    differ = [r for r in reports if r.ran and r.tried != examples]
+    if not differ:
+        return f"--examples {examples}: every claim tried {examples} instances"
+    parts = []
+    for r in differ[:4]:
+        c = by_id.get(r.id)
+        if c is None:
+            continue
+        parts.append(f"{r.id} tried {r.tried} ({len(c.examples)} pinned, then {max(1, examples // max(1, c.cost))} "
+                     f"drawn = {examples} // cost {c.cost}, and more until {c.min_held} held)")
+    more = f"; {len(differ) - 4} more alike" if len(differ) > 4 else ""
+    return (f"--examples {examples} is the draw budget before each claim's cost: " + "; ".join(parts) + more
+            + (" (a run cut short by the time budget tries fewer)" if any(r.cut_short for r in differ) else ""))
 
 
 def _table(reports: list[Any]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from .._budget import Budget
 from .._memory import require_memory
+from .._progress import ClockBar
 from .._text import exact_vector, fit
 from ..cgf import Dirac, Family, Gaussian, GaussianMixture2, Laplace, UniformCube
 from ..errors import InputError
@@ -23,12 +24,15 @@ from ._args import (
     EXIT_INCONCLUSIVE,
     EXIT_NEGATIVE,
     EXIT_OK,
+    add_progress_options,
     allow_negative_values,
     emit_json,
     exit_epilog,
     positive_int,
+    progress_enabled,
     seconds,
 )
+from ._paths import certificate_path
 
 _FAMILIES = ("uniform-cube", "laplace", "gaussian-mixture", "gaussian", "dirac")
 
@@ -77,9 +81,10 @@ def register(sub: Any) -> None:
     p.add_argument("--max-seconds", "--timeout", dest="timeout", type=seconds, default=DEFAULT_TIMEOUT,
                    metavar="SECONDS", help=f"time budget of each decision (default {DEFAULT_TIMEOUT:g}; --timeout is "
                    "the same option); when it runs out the verdict is inconclusive and says what was tried")
-    p.add_argument("--certificate-out", metavar="FILE.json", default=None,
+    p.add_argument("--certificate-out", metavar="FILE.json", default=None, type=certificate_path,
                    help="write the inputs and the certificate to FILE.json, re-checked by `python -m ntkcheck.verify "
                    "FILE.json` (a token file or --family)")
+    add_progress_options(p, "the seconds spent against --max-seconds")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema ntkcheck/decide/1)")
     p.set_defaults(func=run)
     allow_negative_values(p)  # --radii -1,2 reaches the radius check
@@ -225,8 +230,9 @@ def run(args: argparse.Namespace) -> int:
     if args.family:
         _check_family_cost(args, budget)
     measures: list[Any] = _family_measures(args) if args.family else load_laws(args.path)
-    dec = _decision.decide(measures, args.property, direction=direction, method=args.method, max_bits=bits,
-                           timeout=max(budget.remaining(), 1e-9))
+    with ClockBar(budget.remaining(), desc="decide", enabled=progress_enabled(args)):
+        dec = _decision.decide(measures, args.property, direction=direction, method=args.method, max_bits=bits,
+                               timeout=max(budget.remaining(), 1e-9))
     code = _code(dec.verdict.value)
     if args.certificate_out:
         from ..certificate_files import decide_certificate, write_certificate
@@ -235,7 +241,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json("decide", {**dec.to_dict(), "exit_code": code, "certificate_out": args.certificate_out})
         return code
-    lines = [f"{len(measures)} measures in dimension {dec.dim}, {args.property} property",
+    given_w = f", at the direction w = {exact_vector(dec.direction)} given" if direction is not None else ""
+    lines = [f"{len(measures)} measures in dimension {dec.dim}, {args.property} property{given_w}",
              decision_sentence(dec),
              f"verdict    {dec.verdict.value}", f"method     {dec.method}", f"precision  {dec.precision}",
              f"margin     {'-' if dec.margin is None else f'{dec.margin:.3e}'}"]

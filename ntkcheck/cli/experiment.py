@@ -73,24 +73,31 @@ def register(subparsers: Any) -> None:
 
 def _list(as_json: bool) -> int:
     """The experiments with their theorem, sizes and theory page, as text or (``--json``) one object."""
+    import re
+
     from .._text import fit
     from ..limits.rates import EXPERIMENTS, experiment_module
 
     rows = []
     for name in EXPERIMENTS:
         mod = experiment_module(name)
-        rows.append({"name": name, "summary": (mod.__doc__ or "").strip().splitlines()[0],
-                     "sizes": list(mod.SIZES), "theory": f"theory/limits-{name}.md"})
+        summary = (mod.__doc__ or "").strip().splitlines()[0]
+        summary = re.sub(r"``([^`]*)``|`([^`]*)`", lambda m: m.group(1) or m.group(2), summary)  # no reST markup
+        summary = re.sub(r":\w+:", "", summary)
+        rows.append({"name": name, "summary": summary, "sizes": list(mod.SIZES), "theory": f"theory/limits-{name}.md"})
     if as_json:
         emit_json("experiment", {"experiments": rows})
         return EXIT_OK
     import textwrap
 
+    from .._text import report_width
+
+    w = max(len(r["name"]) for r in rows) + 2  # one column for every name, the longest included
     lines = []
     for r in rows:
-        lines += textwrap.wrap(r["summary"], 100, initial_indent=f"{r['name']:16s} ", subsequent_indent=" " * 17,
+        lines += textwrap.wrap(r["summary"], report_width(), initial_indent=f"{r['name']:{w}s}", subsequent_indent=" " * w,
                                break_on_hyphens=False)
-        lines.append(f"{'':16s} sizes: {', '.join(r['sizes'])}; {r['theory']}")
+        lines.append(f"{'':{w}s}sizes: {', '.join(r['sizes'])}; {r['theory']}")
     print(fit(lines))
     return EXIT_OK
 

@@ -53,19 +53,26 @@ def register(subparsers: Any) -> None:
                    help=".npy (n, N, d) or .npz (sample_0, ...) token file (default: the first four samples of the "
                    "bundled screen_default.npz)")
     p.add_argument("--samples", default=None, help="comma-separated sample indices to use (default: all; bundled: 0,1,2,3)")
-    p.add_argument("--heads", type=positive_int, default=16, help="heads per layer H (default 16)")
+    p.add_argument("--heads", type=positive_int, default=None, help="heads per layer H (default 16)")
+    p.add_argument("--heads-file", metavar="FILE.npz", default=None,
+                   help="start from these heads (arrays Q (H, d, d), b (H, d), read exactly; e.g. from ntkcheck heads "
+                   "or tokens --heads-out) at FixUp (V = 0) instead of drawn ones; not with --heads, --q-scale, "
+                   "--b-scale, --per-layer")
+    p.add_argument("--targets", metavar="FILE", default=None,
+                   help="readout targets y, one row per sample (n, d) (.npy, .npz with one array, .safetensors, .pt): "
+                   "the flow fits them instead of y = z0 + eps r; not with --eps or --loss tokens")
     p.add_argument("--layers", type=positive_int, default=4, help="Euler layers L (default 4)")
     add_depth_option(p, "depth horizon T (default 1)")
     p.add_argument("--per-layer", action="store_true", help="one head set per layer (default: shared over depth)")
     p.add_argument("--loss", choices=("readout", "tokens"), default=None,
                    help="readout: (1/2) sum_i |y_i - mean(mu_T^i)|^2 (seed 002, default); tokens: per-token targets")
-    p.add_argument("--eps", type=positive_float, default=1e-2, help="target offset y = z0 + eps r (default 0.01)")
+    p.add_argument("--eps", type=positive_float, default=None, help="target offset y = z0 + eps r (default 0.01)")
     p.add_argument("--time", type=positive_float, default=None,
                    help="flow time (default: 4 decades of the slowest linearised mode, 4 ln10 / (2 lambda_0); "
                    "for a singular NTK, of the slowest mode above 1e-10 Lambda)")
-    p.add_argument("--q-scale", type=positive_float, default=1.0,
+    p.add_argument("--q-scale", type=positive_float, default=None,
                    help="scale of the Q entries: the standard deviation of each (Gaussian) entry of Q_h (default 1)")
-    p.add_argument("--b-scale", type=positive_float, default=1.0,
+    p.add_argument("--b-scale", type=positive_float, default=None,
                    help="scale of the b entries, as --q-scale (default 1)")
     p.add_argument("--seed", type=seed_int, default=0, help="seed of heads and target direction (default 0)")
     p.add_argument("--records", type=positive_int, default=20, help="number of records along the run (default 20)")
@@ -101,7 +108,7 @@ def register(subparsers: Any) -> None:
 
 #: options that only one experiment reads (with their defaults), and those that --step replaces
 _ONLY = {"local": {"loss": "readout", "ntk_records": 2, "method": "auto", "step": None, "per_layer": False,
-                   "target_loss": None},
+                   "target_loss": None, "heads_file": None, "targets": None},
          "plateau": {"mix": 0.5}}
 _INTEGRATOR = {"method": "auto", "rtol": 1e-7, "atol": 1e-12}
 
@@ -122,10 +129,52 @@ def _resolve_mode_options(args: argparse.Namespace) -> None:
         if both:
             raise InputError(f"--step runs explicit gradient descent, which has no {', '.join(both)}: give one or "
                              "the other")
-    for table in (_ONLY["local"], _ONLY["plateau"], _INTEGRATOR):
+    _given_inputs(args)
+    for table in (_ONLY["local"], _ONLY["plateau"], _INTEGRATOR, _DRAWN):
         for k, v in table.items():
             if getattr(args, k) is None:
                 setattr(args, k, v)
+
+
+#: what the heads are drawn with, and the target offset, when neither --heads-file nor --targets gives them
+_DRAWN = {"heads": 16, "q_scale": 1.0, "b_scale": 1.0, "eps": 1e-2}
+
+
+def _given_inputs(args: argparse.Namespace) -> None:
+    """Refuse the options that --heads-file and --targets replace (one line, exit 2)."""
+    pairs = (("heads_file", ("heads", "q_scale", "b_scale", "per_layer")), ("targets", ("eps",)))
+    for given, drawn in pairs:
+        clash = [_flag(k) for k in drawn if getattr(args, given) is not None and getattr(args, k) not in (None, False)]
+        if clash:
+            raise InputError(f"{', '.join(clash)} do(es) not apply with {_flag(given)} (it gives what they set); "
+                             "give one or the other")
+    if args.targets is not None and args.loss == "tokens":
+        raise InputError("--targets gives readout targets (one row per sample): not with --loss tokens")
+
+
+def _params_and_targets(args: argparse.Namespace, samples: list[Any]) -> tuple[Any, Any]:
+    """The heads of --heads-file as FixUp parameters (V = 0) and the --targets array (None when not given)."""
+    import numpy as np
+
+    params = targets = None
+    if args.heads_file is not None:
+        from ..dynamics.model import AttentionParams
+        from ..io.heads import load_heads
+
+        h = load_heads(args.heads_file)
+        d = np.asarray(samples[0]).shape[-1]
+        if h.dim != d:
+            raise InputError(f"{args.heads_file}: heads of dimension {h.dim}, the tokens have d = {d}")
+        params = AttentionParams(np.zeros_like(h.Q), h.Q, h.b)
+        args.heads = h.count  # for the time estimate and the report
+    if args.targets is not None:
+        from ..io.arrays import load_array
+
+        targets = np.asarray(load_array(args.targets, "targets").array, dtype=np.float64)
+        if targets.ndim != 2 or targets.shape[0] != len(samples):
+            raise InputError(f"{args.targets}: expected one target row per sample used, shape ({len(samples)}, d), "
+                             f"got {targets.shape}")
+    return params, targets
 
 
 def _load(args: argparse.Namespace) -> tuple[list[Any], str]:
@@ -157,6 +206,9 @@ def _load(args: argparse.Namespace) -> tuple[list[Any], str]:
         bad = [i for i in idx if not 0 <= i < len(samples)]
         if not idx or bad:
             raise InputError(f"--samples: indices must be in 0..{len(samples) - 1}, got {args.samples!r}")
+        twice = sorted({i for i in idx if idx.count(i) > 1})
+        if twice:  # a sample twice is two equal laws: a dependency the user did not have
+            raise InputError(f"--samples: sample {twice[0]} is listed twice ({args.samples!r}); each sample once")
         samples = [samples[i] for i in idx]
         source += f" samples {idx}"
     return samples, source
@@ -174,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
     if args.experiment == "plateau":
         return _run_plateau(args, start)
     samples, source = _load(args)
+    params, targets = _params_and_targets(args, samples)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NtkcheckWarning)
         res = local_convergence(
@@ -182,6 +235,7 @@ def run(args: argparse.Namespace) -> int:
             n_records=args.records, rtol=args.rtol, atol=args.atol, step=args.step,
             progress=args.progress, method=args.method, track_ntk=max(args.ntk_records, 1),
             time_budget=integration_budget(args, samples, start), loss_target=args.target_loss,
+            params=params, targets=targets,
         )
     _notes(caught, args)
     singular = res.lambda_0 < SINGULAR_REL * res.lambda_max_0
@@ -218,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{res.rate_linearised:.6g}; eq. 31 {'holds' if res.eq31_holds else 'FAILS'} on the run")
         print(f"displacement: max {res.displacement_max:.4g} <= Thm. 8.5 bound 2 sqrt(2 Lambda + lambda_0) Loss(0)^(1/2) / "
               f"lambda_0 = {res.displacement_bound:.4g}: {'yes' if res.displacement_max <= res.displacement_bound else 'NO'}")
-        _print_certificate(res)
+        _print_certificate(res, targets_given=args.targets is not None)
         if args.plot:
             print(f"plot: {args.plot}")
     return code
@@ -246,7 +300,7 @@ def _exit_code(res: Any) -> int:
     return EXIT_OK
 
 
-def _print_certificate(res: Any) -> None:
+def _print_certificate(res: Any, targets_given: bool = False) -> None:
     """The Thm. 8.5 certificate block (ntkcheck.convergence.guarantee): certified or by how much it misses,
     the certified L_K beside the best ratio found on the same ball, and the check against the run."""
     cert = res.certificate
@@ -266,7 +320,8 @@ def _print_certificate(res: Any) -> None:
         print(f"  ball D <= {cert.radius:.3g}: Jacobian moves by at most {cert.deviation:.3g}, L_K <= {cert.L_K:.4g} "
               f"(certified); best ratio found {res.lipschitz_lower:.4g} (L_K / found = {res.lipschitz_ratio:.3g})")
     eps_max = (2.0 * cert.threshold) ** 0.5
-    print(f"  certifiable: Loss(0) <= {cert.threshold:.4e} (--eps <= {eps_max:.4g}); Loss(0) / that = "
+    within = f"targets with |W^(1/2) (y - z0)| <= {eps_max:.4g}" if targets_given else f"--eps <= {eps_max:.4g}"
+    print(f"  certifiable: Loss(0) <= {cert.threshold:.4e} ({within}); Loss(0) / that = "
           f"{cert.excess_factor:.4g} (the corrected eq. 30 alone: Loss(0) <= {cert.threshold_eq30:.3e})")
     if cert.certified:
         verdict = {True: "the run obeys both", False: "the run CONTRADICTS it", None: "not checked"}[res.guarantee_holds]

@@ -17,9 +17,12 @@ from typing import Any
 
 from .._text import fit
 from ..cgf import as_laws
+from ..cgf.empirical import require_float_view
 from ..errors import InputError
 from ..io.files import bundled_path, load_samples
 from ..ntk.certificate.useful_rate import DEFAULT_MIN_RELATIVE_LAMBDA
+from ..ntk.gram_matrix._sizes import check_gram_range
+from ..ntk.prop8.hypotheses import law_support
 from ._args import (
     EXIT_INCONCLUSIVE,
     EXIT_NEGATIVE,
@@ -34,8 +37,8 @@ from ._args import (
     positive_int,
     seed_int,
 )
-from ._paths import plot_path
-from ._screen_text import gram_lines, heads_json, structured
+from ._paths import certificate_path, plot_path
+from ._screen_text import gram_lines, heads_json
 
 _PATH_HELP = (".npy (n, N, d) or .npz (sample_0, sample_1, ...) token file (default: the bundled example, "
               "screen_default.npz: 4 random samples and a product triple that makes the Gram singular)")
@@ -68,9 +71,11 @@ def _head_options(p: argparse.ArgumentParser) -> None:
                    "with probability >= 1 - delta (default 20; 0 skips it)")
     p.add_argument("--q-scale", type=nonnegative_float, default=None,
                    help="scale of the Q entries: the standard deviation (--dist gaussian) or half-width "
-                   "(--dist uniform) of each entry of Q_h (default 1)")
+                   "(--dist uniform) of each entry of Q_h (default 1; 0 puts every head at Q = 0, a law without an "
+                   "open set of (Q, b): seed 003 Prop. 8 is then not invoked, and the kernel this proves is reported)")
     p.add_argument("--b-scale", type=nonnegative_float, default=None,
-                   help="scale of the b entries, as --q-scale (default 1)")
+                   help="scale of the b entries, as --q-scale (default 1; 0 puts every head at b = 0: Prop. 8 is not "
+                   "invoked, and atoms at the origin, whose feature is then their sample's mean, prove a kernel)")
     p.add_argument("--dist", choices=("gaussian", "uniform"), default=None,
                    help="law of the head entries at initialisation (default gaussian)")
     p.add_argument("--seed", type=seed_int, default=None, help="seed of the head initialisation (default 0)")
@@ -84,7 +89,7 @@ def _head_options(p: argparse.ArgumentParser) -> None:
                    f"{DEFAULT_MIN_RELATIVE_LAMBDA:g}: about 5e11 gradient steps per e-fold, and what a perturbation of "
                    "the data of relative size 1e-6 can change); a Gram certified positive below it exits 3 with the "
                    "near-dependency named; 0 turns the gate off")
-    p.add_argument("--certificate-out", metavar="FILE.json", default=None,
+    p.add_argument("--certificate-out", metavar="FILE.json", default=None, type=certificate_path,
                    help="write the certificates (the inputs and what a verifier needs) to FILE.json, re-checked by "
                    "`python -m ntkcheck.verify FILE.json`")
     p.add_argument("--spectrum", choices=("extremal", "full"), default="extremal",
@@ -214,21 +219,19 @@ def run(args: argparse.Namespace) -> int:
     thm85 = _thm85(args, samples, report.head_search.heads) if args.thm85 else None
     code = _EXIT[report.outcome]
     if args.json:
-        d = structured(report.to_dict())
+        d = report.to_dict()  # the API's dict: the same keys, the same schema
         d["heads"] = heads_json(args, report.gram.heads)
         d["path"] = str(path)
         d["plot"] = args.plot
         d["thm85"] = thm85
-        d["outcome"] = {"exit_code": code, "conclusion": report.outcome, "bottom_line": report.bottom_line,
-                        "next_step": report.next_step, "notes": list(report.decision_notes),
-                        "near_dependency": report.near_dependency}
         d["certificate_out"] = args.certificate_out
         emit_json("screen", d)
         return code
     extra = [] if thm85 is None else [
         f"Thm. 8.5 rate:        lambda_0 = T^2 lambda_min(G_r) = {thm85['lambda_0']:.4g}, Lambda = "
         f"{thm85['lambda_max_0']:.4g}  (readout loss, heads shared over depth T = {thm85['depth_T']:g})",
-        f"  {thm85['caveat']}"]
+        "  guaranteed only when the initial loss is below lambda_0^4 / (16 L_K^2 (2 Lambda + lambda_0)) with a "
+        "certified L_K (ntkcheck flow certifies it for given targets)"]
     if args.plot:
         extra.append(f"plot written to {args.plot}")
     if args.certificate_out:
@@ -249,14 +252,15 @@ def _thm85(args: argparse.Namespace, laws: list, h: Any) -> dict[str, Any]:
                       "reports that certificate for given targets"}
 
 
-def _gram_conclusion(res: Any, st: Any, min_relative_lambda: float) -> str:
+def _gram_conclusion(res: Any, st: Any, min_relative_lambda: float, sup: Any = None, kernel: Any = None) -> str:
     """What ``ntkcheck gram`` concludes: the rules of ``screen`` without the CGF decision."""
     from ..ntk.certificate.useful_rate import useful_rate
+    from ..ntk.heads.search import proved_by_rank
 
     if res.certified_positive:
         return ("certified positive" if useful_rate(res, min_relative_lambda)
                 else "certified positive, below a useful rate")
-    if res.status == "singular":
+    if res.status == "singular" or (sup is not None and sup.singular) or proved_by_rank(kernel, res):
         return "proved singular"
     if st is not None and st.predicted_kernel > 0 and not res.positive:
         return "singular by a named structure"
@@ -279,19 +283,24 @@ def run_gram(args: argparse.Namespace) -> int:
     _resolve_head_options(args)
     path, label = _path(args)
     laws = as_laws(load_samples(path))
+    require_float_view(laws, "ntkcheck gram")
+    check_gram_range(laws)  # before the dependence structure's moments overflow: no warning ahead of the refusal
     st = None if args.no_structure else dependence_structure(laws)
-    search = search_heads(laws, _heads_for(args, laws), structure=st, q_scale=args.q_scale, b_scale=args.b_scale,
+    given = _heads_for(args, laws)
+    sup = law_support(laws, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist,
+                      heads=None if isinstance(given, (int, str)) or given is None else given)
+    search = search_heads(laws, given, structure=st, q_scale=args.q_scale, b_scale=args.b_scale,
                           dist=args.dist, seed=args.seed, certify=not args.no_certify,
                           max_bits=CERTIFY_MAX_BITS, progress=progress_enabled(args),
-                          spectrum=args.spectrum)
+                          spectrum=args.spectrum, law_kernel=sup.kernel.dimension if sup.singular else 0)
     heads, res = search.heads, search.gram
-    hl = _head_law(args, laws, search, st)
+    hl = _head_law(args, laws, search, st, sup)
     kc = None
     if st is not None:
         sub = (None if st.kernel_basis is None else
                subspace_residual(_features(laws, heads), st.kernel_basis, math.sqrt(res.lambda_max)))
         kc = KernelComparison.of(st, res, sub, search.kernel)
-    conclusion = _gram_conclusion(res, st, args.min_relative_lambda)
+    conclusion = _gram_conclusion(res, st, args.min_relative_lambda, sup, search.kernel)
     slow = slow_mode(laws, heads) if conclusion == "certified positive, below a useful rate" else None
     code = _GRAM_EXIT.get(conclusion, EXIT_INCONCLUSIVE)
     if args.certificate_out:
@@ -299,20 +308,20 @@ def run_gram(args: argparse.Namespace) -> int:
 
         write_certificate(args.certificate_out, gram_certificate_record(res, laws, heads, path, verb="gram"))
     if args.json:
-        d = structured(res.to_dict())
-        d["init"] = heads_json(args, res.heads)  # "heads" stays the count H, as in screen's "gram"
+        from ..gram_report import GramReport
+
+        outcome = {"exit_code": code, "conclusion": conclusion, "min_relative_lambda": args.min_relative_lambda,
+                   "slow_mode": None if slow is None else slow.to_dict()}
+        # "heads" stays the count H, as in screen's "gram"; "init" describes them
+        d = GramReport(res, heads_json(args, res.heads), outcome, st, kc, hl, search, sup).to_dict()
         d["path"] = str(path)
-        d["structure"] = None if st is None else st.to_dict()
-        d["kernel"] = None if kc is None else kc.to_dict()
-        d["head_law"] = None if hl is None else hl.to_dict()
-        d["head_search"] = search.to_dict()
-        d["outcome"] = {"exit_code": code, "conclusion": conclusion, "min_relative_lambda": args.min_relative_lambda,
-                        "slow_mode": None if slow is None else slow.to_dict()}
         d["certificate_out"] = args.certificate_out
         emit_json("gram", d)
         return code
     lines = gram_lines(res, st, kc, label)
     lines.insert(3, f"  head count          {search.sentence()}")
+    if not sup.open_set:
+        lines.append(f"  head law support    {sup.sentence()}")
     lines.append(f"  conclusion          {conclusion}" + (f" (relative {args.min_relative_lambda:g} required)"
                                                           if "below" in conclusion else ""))
     if slow is not None:
@@ -323,13 +332,16 @@ def run_gram(args: argparse.Namespace) -> int:
     return code
 
 
-def _head_law(args: argparse.Namespace, laws: list, search: Any, st: Any) -> Any:
-    """The certificate of the head law's NTK for ``gram`` (None with --head-law-seconds 0 or a heads file)."""
+def _head_law(args: argparse.Namespace, laws: list, search: Any, st: Any, sup: Any) -> Any:
+    """The certificate of the head law's NTK for ``gram`` (None with --head-law-seconds 0 or a heads file;
+    exactly 0 without drawing where the law's kernel is proved, :mod:`ntkcheck.ntk.prop8.hypotheses`)."""
     from ..ntk.heads import law as head_law
 
     seconds = head_law.DEFAULT_SECONDS if args.head_law_seconds is None else args.head_law_seconds
     if not seconds or args.heads_file is not None:
         return None
+    if sup.singular:
+        return head_law.HeadLawBound("singular", args.delta, 0.0, 0.0, detail=sup.kernel.short())
     g = search.gram
     return head_law.head_law_bound(laws, q_scale=args.q_scale, b_scale=args.b_scale, dist=args.dist, seed=args.seed,
                                    delta=args.delta, seconds=seconds, pilot=g.lambda_min if g.positive else None,

@@ -36,6 +36,7 @@ from ..dynamics._experiment import (
     _from_weighted,
     _setup,
     _targets_from,
+    _weighted_flat,
 )
 from ..dynamics.flow import FlowResult, flow_time, gradient_flow
 from ..dynamics.model import AttentionParams, LossKind
@@ -180,6 +181,7 @@ def local_convergence(
     loss_target: float | None = None,
     search_evaluations: int = 200,
     certify: bool = True,
+    targets: Any = None,
 ) -> LocalConvergence:
     r"""Experiment (a): targets :math:`y = z_0 + \varepsilon r` near the initial outputs.
 
@@ -192,7 +194,9 @@ def local_convergence(
     :func:`~ntkcheck.dynamics.flow.gradient_flow`; what the run leaves of it, or the enclosing command's
     budget, bounds the certificate, which is "not certified (time budget spent)" past it, and the search). ``certify``: compute the certificate
     (:mod:`ntkcheck.convergence.guarantee`, a few seconds), and ``search_evaluations`` NTKs for the
-    Lipschitz search on its ball (0: no search).
+    Lipschitz search on its ball (0: no search). ``targets``: the readout targets ``y`` themselves, an
+    ``(n, d)`` array (one row per sample; ``loss="readout"``), instead of ``z_0 + eps r``; ``eps`` is
+    then :math:`|W^{1/2}(y - z_0)|`, so that :math:`\mathcal L(0) = \varepsilon^2/2` still.
 
     References: seed 002 Thm. 8.5 (eq. 31 and the displacement bound), seed 003 Thm. 4.
     """
@@ -215,11 +219,14 @@ def local_convergence(
 
         warnings.warn(f"the NTK at initialisation is singular (lambda_min={lam0:.3g}, lambda_max={lamM:.3g}): "
                       "Thm. 8.5 does not apply; see kernel_plateau", NtkcheckWarning, stacklevel=2)
-    rng = np.random.default_rng(seed + 1)
-    u_dir = rng.standard_normal(len(st.evals))
-    u_dir /= np.linalg.norm(u_dir)
-    # residual z0 - y = -eps r, i.e. u0 = W^{1/2}(z0 - y) = -eps u_dir
-    y = st.z0 + eps * _from_weighted(st, u_dir)
+    if targets is None:
+        rng = np.random.default_rng(seed + 1)
+        u_dir = rng.standard_normal(len(st.evals))
+        u_dir /= np.linalg.norm(u_dir)
+        # residual z0 - y = -eps r, i.e. u0 = W^{1/2}(z0 - y) = -eps u_dir
+        y = st.z0 + eps * _from_weighted(st, u_dir)
+    else:
+        y, eps, u_dir = _given_targets(st, targets)
     if time_end is None:
         time_end = flow_time(st.evals, decades).time  # finite even for a singular NTK
     flow = gradient_flow(samples, params, _targets_from(st, y), layers=layers, time_end=time_end, T=T, loss=loss,
@@ -253,6 +260,22 @@ def local_convergence(
         lam0, rate_measured, float(rate_asym), 2.0 * lam0, eq31, lin_err, float(disp.max()), bound, lip, float(time_end), flow,
         cert, float(floor), int(np.sum(pos)), holds, search,
     )
+
+
+def _given_targets(st: Any, targets: Any) -> tuple[np.ndarray, float, np.ndarray]:
+    """``(y, eps, u_dir)`` for readout targets given by the user: ``u0 = W^{1/2}(z0 - y) = -eps u_dir``."""
+    if st.loss != "readout":
+        raise DomainError("targets: given targets are readout targets (one row per sample): use loss='readout'")
+    y = np.asarray(targets, dtype=np.float64)
+    if y.shape != st.z0.shape:
+        raise DomainError(f"targets: expected one row per sample, shape {st.z0.shape}, got {y.shape}")
+    if not np.all(np.isfinite(y)):
+        raise DomainError("targets: has non-finite entries")
+    u0 = _weighted_flat(st, st.z0 - y)
+    eps = float(np.linalg.norm(u0))
+    if not (eps > 0 and math.isfinite(eps)):
+        raise DomainError("targets: equal the outputs at initialisation (the loss is 0 from the start) or overflow")
+    return y, eps, -u0 / eps
 
 
 def _certify(samples: Any, params: AttentionParams, layers: int, T: float, loss: str, lam0: float, lamM: float,

@@ -16,7 +16,12 @@ the conventions of HPC users:
   ``KeyboardInterrupt`` the client and the cluster are closed with Dask's shutdown messages
   silenced, so the command prints one line and exits with status 130. A Ctrl-C during the few
   seconds of the worker processes' start-up is not seen (SIGINT is ignored while they are
-  spawned); one after it is.
+  spawned: blocking it instead loses it to the BLAS threads, and a fork server started with SIGINT
+  ignored leaves its half-started children writing tracebacks); one before it (during the imports:
+  :func:`ntkcheck.cli.main`) or after it is;
+* **a spent time budget does not wait for a running task**: on ``OutOfTime`` (the deadline of
+  :mod:`ntkcheck.distributed._deadline`) the worker processes of a ``LocalCluster`` started here are
+  killed before it is closed (a graceful close waits for the task in hand to end).
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .._budget import OutOfTime
 from ..errors import InputError
 
 __all__ = ["dask_client", "OneBlasThread"]
@@ -75,6 +82,17 @@ class OneBlasThread(_worker_plugin_base()):  # type: ignore[misc]
         if self._limits is not None:
             self._limits.restore_original_limits()
             self._limits = None
+
+
+def _kill_workers(cluster: Any) -> None:
+    """Kill the worker processes of a ``LocalCluster`` started here (the time budget is spent: a task
+    running on a worker cannot be interrupted, and a graceful close would wait for it to end)."""
+    sig = getattr(signal, "SIGKILL", signal.SIGTERM)
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(getattr(getattr(nanny, "process", None), "process", None), "pid", None)
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
 
 
 def scheduler_address(scheduler_file: str | Path) -> str:
@@ -178,6 +196,11 @@ def dask_client(client: Any, scheduler: str | None, workers: int, threads: int, 
         if cluster is not None:  # our worker processes write to this terminal: the cancelled tasks too
             with contextlib.suppress(Exception):
                 client.run(_quiet_dask_logs)
+        raise
+    except OutOfTime:
+        if cluster is not None and processes:  # a task still running would hold the close until it ends
+            _quiet_dask_logs()
+            _kill_workers(cluster)
         raise
     finally:
         if cluster is None:  # a cluster that outlives this call: its workers get their BLAS back

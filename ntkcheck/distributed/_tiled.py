@@ -47,6 +47,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 
+from ._deadline import gather
+
 __all__ = ["Tiles", "owners", "cholesky", "solve", "matvec", "diagonal"]
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ def _row_matvec(row: list[np.ndarray], xs: list[np.ndarray]) -> tuple[np.ndarray
 def diagonal(client: Any, A: Tiles) -> np.ndarray:
     """The diagonal of ``A`` (``M`` floats)."""
     futs = [client.submit(_diag_of, A.futures[k, k], pure=False, **A.at(k)) for k in range(A.p)]
-    return np.concatenate(client.gather(futs))
+    return np.concatenate(gather(client, futs, "the diagonal of the tiled Gram"))
 
 
 def cholesky(client: Any, A: Tiles, t: float) -> Tiles | None:
@@ -190,7 +192,8 @@ def cholesky(client: Any, A: Tiles, t: float) -> Tiles | None:
                 args = (W[i, i], L[i, k]) if i == j else (W[i, j], L[i, k], L[j, k])
                 W[i, j] = client.submit(_syrk_update if i == j else _gemm_update, *args, pure=False, priority=base,
                                         **A.at(i))
-    failed = client.gather([client.submit(_is_none, L[k, k], pure=False, **A.at(k)) for k in range(p)])
+    failed = gather(client, [client.submit(_is_none, L[k, k], pure=False, **A.at(k)) for k in range(p)],
+                    f"the blocked Cholesky of fl(G) - {t:.3g} I on the workers")
     if any(failed):
         return None
     return Tiles(L, A.offsets, A.owner)
@@ -207,7 +210,7 @@ def solve(client: Any, L: Tiles, b: np.ndarray) -> np.ndarray:
     for k in reversed(range(p)):
         later = [x[i] for i in range(k + 1, p)]
         x[k] = client.submit(_backward_row, L.row(k), y[k], k, later, pure=False, **L.at(k))
-    return np.concatenate([xk for xk, _ in client.gather([x[k] for k in range(p)])])
+    return np.concatenate([xk for xk, _ in gather(client, [x[k] for k in range(p)], "a tiled triangular solve")])
 
 
 def matvec(client: Any, A: Tiles, x: np.ndarray) -> np.ndarray:
@@ -215,7 +218,7 @@ def matvec(client: Any, A: Tiles, x: np.ndarray) -> np.ndarray:
     futs = [client.submit(_row_matvec, A.row(i), [A.block(x, j) for j in range(i + 1)], pure=False, **A.at(i))
             for i in range(A.p)]
     y = np.zeros(A.n)
-    for i, (yi, back) in enumerate(client.gather(futs)):  # a fixed order of the sums
+    for i, (yi, back) in enumerate(gather(client, futs, "a tiled product")):  # a fixed order of the sums
         y[A.offsets[i]:A.offsets[i + 1]] += yi
         for j, yj in enumerate(back):
             y[A.offsets[j]:A.offsets[j + 1]] += yj

@@ -35,6 +35,13 @@ The spectrum is found on the client as :func:`~ntkcheck.ntk.gram_matrix.pipeline
 (``eigvalsh`` up to ``M = 4096``, Cholesky + Lanczos above, the same status thresholds);
 the SVD fallback of ``gram`` (below relative ``1e-10``) needs ``F`` whole and is not run.
 
+Inputs given at values that are not doubles (``Fraction``, decimals, long doubles) are computed
+with their nearest doubles, as everywhere: the bound proved on the tiles is then carried over to
+the values given through the proved rounding radius ``E`` of the features,
+:math:`\lambda_{\min} \ge (\sqrt{\ell} - E)^2`, or refused when ``E`` eats it, exactly as the serial
+certificate does (:func:`ntkcheck.ntk.certificate.inputs.rounding_radius`); data whose doubles merge
+distinct atoms of a sample are refused (:func:`~ntkcheck.cgf.empirical.require_float_view`).
+
 With ``certify=True`` the summed tiles stay on the workers (row block ``k`` on one worker) and
 :math:`\lambda_{\min} \ge c > 0` is proved there (:mod:`ntkcheck.distributed._certified`: the
 serial certificate's enclosure from per-tile Collatz-Wielandt products, Rump's criterion on a
@@ -54,18 +61,32 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .. import _budget
 from .._progress import progress_bar
 from .._records import restore
 from .._text import fit
 from .._validate import check_score_range
 from ..cgf import Empirical, as_laws
+from ..cgf.empirical import require_float_view
 from ..errors import InputError, NtkcheckWarning
-from ..ntk.certificate.routes import MAX_CERTIFY_TOKENS, GramCertificate, PositivityCertificate
-from ..ntk.gram_matrix.features import DEFAULT_CHUNK, Heads, _as_heads, _atom_count, init_heads
-from ..ntk.gram_matrix.problem import MAX_EIGENVALUES, SampleSize, merge_note
+from ..ntk.certificate.routes import (
+    MAX_CERTIFY_TOKENS,
+    GramCertificate,
+    PositivityCertificate,
+    positivity_carried,
+)
+from ..ntk.gram_matrix.features import (
+    DEFAULT_CHUNK,
+    Heads,
+    _as_heads,
+    _atom_count,
+    _head_block,
+    init_heads,
+)
+from ..ntk.gram_matrix.problem import MAX_EIGENVALUES, SampleSize, merge_note, rounded_inputs
 from ..ntk.gram_matrix.result import GramResult
 from ..ntk.gram_matrix.spectrum import RESOLUTION_EIGH, _extremal_eigh, spectrum_status
-from . import _certified, _tiled
+from . import _certified, _deadline, _tiled
 from ._accumulate import _block_features as _block_features  # noqa: F401  (tests and the benchmark use it)
 from ._accumulate import _row_blocks, _submit
 from ._cluster import dask_client
@@ -187,7 +208,7 @@ def _certified_result(laws: Sequence[Empirical], heads: Heads, M: int, lam: floa
     cert = None
     if pc is not None:
         if pc.positive:
-            cert = GramCertificate(pc.method, pc.lower_bound, 53, pc.statement)
+            cert = GramCertificate(pc.method, pc.lower_bound, 53, pc.statement, inputs_rounded=pc.inputs_rounded)
             notes.append(f"positivity certified ({cert.how})")
             status = "positive"
         else:
@@ -205,14 +226,13 @@ def _certified_result(laws: Sequence[Empirical], heads: Heads, M: int, lam: floa
 # ------------------------------------------------------------------------ the two runs
 
 
-def _follow(futs: list[Any], roots: dict[Any, tuple[int, int]], desc: str, progress: bool,
+def _follow(cl: Any, futs: list[Any], roots: dict[Any, tuple[int, int]], desc: str, progress: bool,
             on_root: Any = None) -> None:
     """Advance a bar as Dask reports each task finished; raise a task's error here; call
-    ``on_root(future, (i, j))`` for each tile's root."""
-    from distributed import as_completed
-
+    ``on_root(future, (i, j))`` for each tile's root; at the deadline cancel what is pending and
+    raise ``OutOfTime`` (:func:`ntkcheck.distributed._deadline.completed`)."""
     with progress_bar(len(futs), desc=desc, unit="task", enabled=bool(progress)) as bar:
-        done = as_completed(futs)
+        done = _deadline.completed(cl, list(futs), desc)
         futs.clear()  # the caller's list: a partial is released once consumed
         for fut in done:
             bar.update(1)
@@ -235,7 +255,7 @@ def _gathered_run(cl: Any, laws: Sequence[Empirical], heads: Heads, ranges: list
         i, j = ij
         G[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = fut.result()
 
-    _follow(futs, roots, f"Gram on Dask ({-(-heads.count // c)} head blocks)", progress, put)
+    _follow(cl, futs, roots, f"Gram on Dask ({-(-heads.count // c)} head blocks)", progress, put)
     return G, n_tasks
 
 
@@ -250,9 +270,12 @@ def _tiled_run(cl: Any, laws: Sequence[Empirical], heads: Heads, ranges: list[tu
     Collatz-Wielandt parts and the feature radii come to the client (vectors of length ``M``)."""
     H = heads.count
     offsets = _offsets(laws, ranges)
+    c0 = min(H, _head_block(_atom_count(laws), H, heads.dim))
+    _budget.require(lambda: _deadline.start_vector_seconds(laws, heads, c0, chunk),
+                    "the Collatz-Wielandt start vector on a worker")
     v_f = cl.submit(_certified.start_vector, blocks, heads_f, chunk, pure=False)
     e2_f = cl.submit(_certified.feature_radii, blocks, heads_f, pure=False)
-    v = v_f.result()
+    v = _deadline.gather(cl, [v_f], "the Collatz-Wielandt start vector on a worker")[0]
     v_blocks = cl.scatter([v[offsets[k]:offsets[k + 1]] for k in range(len(ranges))], broadcast=True, hash=False)
     own = _tiled.owners(cl, len(ranges))  # each row block's tiles stay on one worker
     futs, roots = _submit(cl, blocks, heads_f, H, c, chunk, reduce, v_blocks, own)
@@ -260,12 +283,20 @@ def _tiled_run(cl: Any, laws: Sequence[Empirical], heads: Heads, ranges: list[tu
     at = {ij: {"workers": [own[ij[0]]], "allow_other_workers": True} if own[ij[0]] else {} for ij in roots.values()}
     tiles = {ij: cl.submit(_certified.first, r, pure=False, **at[ij]) for r, ij in roots.items()}
     w_futs = {ij: cl.submit(_certified.rest, r, pure=False, **at[ij]) for r, ij in roots.items()}
-    _follow(futs, roots, f"Gram on Dask, tiles kept ({-(-H // c)} head blocks)", progress)
+    _follow(cl, futs, roots, f"Gram on Dask, tiles kept ({-(-H // c)} head blocks)", progress)
     keys = sorted(w_futs)
-    w_parts = dict(zip(keys, cl.gather([w_futs[k] for k in keys])))
-    e2, _, dmax = e2_f.result()
+    w_parts = dict(zip(keys, _deadline.gather(cl, [w_futs[k] for k in keys], "the tiles' rounding bounds")))
+    e2, _, dmax = _deadline.gather(cl, [e2_f], "the feature radii on a worker")[0]
     G = _tiled.Tiles(tiles, offsets, own)
     return _certified.enclosure(cl, G, w_parts, v, e2, dmax, H * heads.dim, H), n_tasks
+
+
+def _positivity_for_values_given(laws: Sequence[Empirical], heads: Heads,
+                                 pc: PositivityCertificate) -> PositivityCertificate:
+    """The tiles' bound, proved for the inputs' nearest doubles, as a statement about the values given:
+    carried over through the proved rounding radius or refused, as the serial route does
+    (:func:`~ntkcheck.ntk.certificate.routes.positivity_carried`)."""
+    return positivity_carried(laws, heads, rounded_inputs(laws, heads), pc)
 
 
 def _certify_on_workers(cl: Any, laws: Sequence[Empirical], heads: Heads, enc: Any, shift: float | None,
@@ -276,6 +307,9 @@ def _certify_on_workers(cl: Any, laws: Sequence[Empirical], heads: Heads, enc: A
     n_fact = 0
     if heads.count * heads.dim >= M:
         pc, lam, t, n_fact = _certified.certify_tiles(cl, enc, shift)
+        # the tiles hold the Gram of the inputs' nearest doubles: a bound about the values given is that
+        # bound carried over through the proved rounding radius, as the serial route does (or refused)
+        pc = _positivity_for_values_given(laws, heads, pc)
     lmax = _certified.largest_eigenvalue(cl, enc.G)
     notes.append(f"lambda_min by Lanczos on the inverse through the blocked Cholesky factor on the workers "
                  f"({enc.G.p} row blocks), lambda_max by Lanczos on the tiles")
@@ -375,24 +409,25 @@ def distributed_gram(
     Returns
     -------
     DistributedGram
-        Memory on the client: ``8 M^2`` bytes for ``G`` (plus the Cholesky factor above
-        ``M = 4096``); with ``certify``, vectors of length ``M`` only. On the workers with
-        ``certify``: the lower tiles of ``G`` and of one factor, ``8 M^2`` bytes in all, plus the
-        tiles of a running update.
+        Memory on the client: ``8 M^2`` bytes for ``G`` (plus the Cholesky factor above ``M = 4096``);
+        with ``certify``, vectors of length ``M`` only, and on the workers the lower tiles of ``G`` and
+        of one factor, ``8 M^2`` bytes in all, plus the tiles of a running update.
     """
     laws, heads, p, chunk, c = _inputs(samples, heads, q_scale, b_scale, dist, seed, tiles, chunk, chunk_heads,
                                        reduce, keep_matrix, certify, shift)
     H = heads.count
     ranges = _row_blocks(laws, p)
-    n_tiles = len(ranges) * (len(ranges) + 1) // 2
+    local = client is None and scheduler is None and scheduler_file is None  # a LocalCluster: planned before it starts
+    _within_budget(laws, heads, ranges, c, chunk, workers * threads, estimate=local)
     with dask_client(client, scheduler, workers, threads, processes, scheduler_file) as cl:
         t0 = time.perf_counter()  # the cluster is up: its start-up is not counted
-        if c is None:  # as many product tasks as worker threads (at least one per tile)
-            slots = sum(w.get("nthreads", 1) for w in cl.scheduler_info()["workers"].values()) or 1
-            c = -(-H // -(-slots // n_tiles))
+        _budget.checkpoint("the start-up of the Dask cluster")  # which may have spent the whole budget
+        c = _within_budget(laws, heads, ranges, c, chunk, sum(w.get("nthreads", 1) for w in cl.scheduler_info()[
+            "workers"].values()) or 1, estimate=not local)
         blocks = cl.scatter([list(laws[a:b]) for a, b in ranges], broadcast=True, hash=False)
         heads_f = cl.scatter([heads], broadcast=True, hash=False)[0]
-        notes = [f"Gram accumulated on Dask: {-(-H // c)} head blocks x {n_tiles} tiles, {reduce} reduction"]
+        notes = [f"Gram accumulated on Dask: {-(-H // c)} head blocks x {len(ranges) * (len(ranges) + 1) // 2} tiles, "
+                 f"{reduce} reduction"]
         pc = t = None
         n_fact = 0
         if certify:
@@ -412,6 +447,20 @@ def distributed_gram(
                            certificate=pc, shift=t, factorizations=n_fact)
 
 
+def _within_budget(laws: Sequence[Empirical], heads: Heads, ranges: list[tuple[int, int]], c: int | None, chunk: int,
+                   slots: int, *, estimate: bool = True) -> int:
+    """The heads per product task (``c``, or one task per worker thread and at least one per tile),
+    after every product task is estimated (``estimate``) against the time left: none starts that could
+    not finish in it (:func:`ntkcheck.distributed._deadline.require_tasks`)."""
+    H, n_tiles = heads.count, len(ranges) * (len(ranges) + 1) // 2
+    if c is None:
+        c = -(-H // -(-slots // n_tiles))
+    if estimate and _deadline.left() is not None:
+        _deadline.require_tasks(_deadline.tile_estimates([laws[a:b] for a, b in ranges], heads, c, chunk), slots,
+                                f"the Gram on Dask ({-(-H // c)} head blocks of {c} heads x {n_tiles} tiles)")
+    return c
+
+
 def _inputs(samples: Any, heads: Any, q_scale: float, b_scale: float, dist: str, seed: int, tiles: Any, chunk: Any,
             chunk_heads: Any, reduce: str, keep_matrix: bool, certify: bool, shift: Any
             ) -> tuple[list[Empirical], Heads, int, int, int | None]:
@@ -422,6 +471,7 @@ def _inputs(samples: Any, heads: Any, q_scale: float, b_scale: float, dist: str,
             shift, bool) and math.isfinite(shift) and shift > 0):
         raise InputError(f"shift: expected a finite number > 0 with certify=True, got {shift!r}")
     laws = as_laws(samples)
+    require_float_view(laws, "the distributed Gram")  # it is computed from the nearest doubles
     d = laws[0].dim
     if isinstance(heads, bool) or not isinstance(heads, (int, np.integer, Heads, tuple)):
         raise InputError(f"heads: expected a positive integer or a Heads object, got {heads!r}")

@@ -110,6 +110,14 @@ class SweepRow:
         dependent (the full Gram is singular there whatever the scales), else the full one."""
         return self.lambda_min if self.complement_lambda_min is None else self.complement_lambda_min
 
+    @property
+    def screened_relative_lambda_min(self) -> float:
+        """``lambda_min / lambda_max`` of the same Gram as :attr:`screened_lambda_min`: what cells of
+        different scales are ranked by (a larger ``q_scale`` scales the whole spectrum, not only
+        ``lambda_min``)."""
+        return (self.relative_lambda_min if self.complement_relative_lambda_min is None
+                else self.complement_relative_lambda_min)
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SweepRow:
         """The result from its :meth:`to_dict` (a saved JSON object)."""
@@ -146,36 +154,41 @@ class SweepResult:
         """Every row's key and results without the timing: what two runs must agree on."""
         return [tuple(v for k, v in r.to_dict().items() if k != "seconds") for r in self.rows]
 
-    def median_grid(self, file: str, heads: int) -> tuple[list[float], list[float], np.ndarray]:
+    def median_grid(self, file: str, heads: int, relative: bool = False) -> tuple[list[float], list[float], np.ndarray]:
         """``(q_scales, b_scales, Z)`` with ``Z[i, j]`` the median over seeds of
-        :attr:`SweepRow.screened_lambda_min` at ``(q_scales[i], b_scales[j])`` (NaN if absent)."""
+        :attr:`SweepRow.screened_lambda_min` (``relative``: of :attr:`SweepRow.screened_relative_lambda_min`)
+        at ``(q_scales[i], b_scales[j])`` (NaN if absent)."""
         sel = [r for r in self.rows if r.file == file and r.heads == heads]
         qs = sorted({r.q_scale for r in sel})
         bs = sorted({r.b_scale for r in sel})
         Z = np.full((len(qs), len(bs)), np.nan)
         for i, q in enumerate(qs):
             for j, b in enumerate(bs):
-                v = [r.screened_lambda_min for r in sel if r.q_scale == q and r.b_scale == b]
+                v = [r.screened_relative_lambda_min if relative else r.screened_lambda_min
+                     for r in sel if r.q_scale == q and r.b_scale == b]
                 if v:
                     Z[i, j] = float(np.median(v))
         return qs, bs, Z
 
     def best(self) -> list[dict[str, Any]]:
         """Per ``(file, heads)``: the ``(q_scale, b_scale)`` with the largest median
-        :attr:`SweepRow.screened_lambda_min` over seeds, how many of its seeds are certified
+        :attr:`SweepRow.screened_relative_lambda_min` over seeds (``lambda_min / lambda_max``: scales
+        that only stretch the spectrum do not win), its median ``lambda_min``, how many of its seeds are certified
         positive, and what that ``lambda_min`` is of (``"lambda_min_of"``): ``"outside the
         dependency"`` (the Gram of the samples outside the dependency found, when the full Gram
         has its kernel at every cell) or ``"all samples"``."""
         out = []
         for f, h in list(dict.fromkeys((r.file, r.heads) for r in self.rows)):
             qs, bs, Z = self.median_grid(f, h)
-            if np.all(np.isnan(Z)):
+            _, _, R = self.median_grid(f, h, relative=True)
+            if np.all(np.isnan(R)):
                 continue
-            i, j = np.unravel_index(int(np.nanargmax(Z)), Z.shape)
+            i, j = np.unravel_index(int(np.nanargmax(R)), R.shape)
             cell = [r for r in self.rows if r.key[:4] == (f, h, qs[i], bs[j])]
             cert = sum(1 for r in cell if (r.certified if r.complement_certified is None else r.complement_certified))
             outside = any(r.complement_lambda_min is not None for r in cell)
             out.append({"file": f, "heads": h, "q_scale": qs[i], "b_scale": bs[j], "median_lambda_min": float(Z[i, j]),
+                        "median_relative_lambda_min": float(R[i, j]),
                         "lambda_min_of": "outside the dependency" if outside else "all samples",
                         "seeds": len(cell), "certified_seeds": cert})
         return out
@@ -190,10 +203,13 @@ class SweepResult:
             where = (f"at q_scale {b['q_scale']:g}, b_scale {b['b_scale']:g} ({b['certified_seeds']}/{b['seeds']} "
                      "seeds certified")
             if b["lambda_min_of"] == "outside the dependency":
-                out.append(f"best median lambda_min outside the dependency (last column), {name}, H = {b['heads']}:")
-                out.append(f"  {b['median_lambda_min']:.4g} {where}), not the full Gram's lambda_min")
+                out.append(f"best median relative lambda_min outside the dependency (last column), {name}, H = "
+                           f"{b['heads']}:")
+                out.append(f"  {b['median_relative_lambda_min']:.3g} (lambda_min {b['median_lambda_min']:.4g}) {where}), "
+                           "not the full Gram's")
             else:
-                out.append(f"best median lambda_min, {name}, H = {b['heads']}: {b['median_lambda_min']:.4g} {where})")
+                out.append(f"best median relative lambda_min, {name}, H = {b['heads']}: "
+                           f"{b['median_relative_lambda_min']:.3g} (lambda_min {b['median_lambda_min']:.4g}) {where})")
         return out
 
     def table(self) -> str:

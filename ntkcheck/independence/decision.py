@@ -313,10 +313,31 @@ def _strong_given(run: _Run, w: tuple[Fraction, ...]) -> Decision:
         proof = _prove(run, [w], K, w)
         if proof is not None:
             run.trail.append(f"identity along w proved (null vector of the truncation K={K})")
-            return _decision(run, "strong", Verdict.DEPENDENT, "identity", "exact", proof, w, proof, K=K)
+            return _dependent_along(run, w, proof, K)
         if run.n >= 2 and all(m.quadratic for m in run.ms):
             return _structural(run, "strong", [w], w)
     return _inconclusive(run, "strong", w, [[w]])
+
+
+def _dependent_along(run: _Run, w: tuple[Fraction, ...], along: IdentityProof, K: int) -> Decision:
+    """An identity along the given ``w`` proves dependence on that line only. Strong independence
+    (eq. 33) asks for SOME direction where the CGFs are independent, so one dependent direction
+    decides nothing about it: strong dependence needs every direction, i.e. weak dependence (Prop. 7,
+    contrapositive) or the structural bound. Tried here; otherwise the verdict is inconclusive,
+    with the identity along ``w`` as its evidence."""
+    if run.n >= 2 and all(m.quadratic for m in run.ms):
+        return _structural(run, "strong", [w], w)
+    for wd in _weak_direction_sets(run.ms[0].dim, [w], 0):
+        proof = _prove(run, wd, K, None)
+        if proof is not None:
+            run.trail.append("weak dependence proved: dependent along every direction (Prop. 7)")
+            return _decision(run, "strong", Verdict.DEPENDENT, "identity", "exact", StrongFromWeak(proof), w, proof,
+                             K=K)
+    run.trail.append("dependent along w only (no identity on R^d): strong independence is not decided by w")
+    hint = ("along this w the CGFs are dependent (an exact identity, in the evidence), but strong independence asks "
+            "for some direction where they are independent: decide without a direction to search others")
+    cert = Inconclusive(run.margin, tuple(run.trail), hint, tuple(run.orders), tuple(run.bits), (along,))
+    return _decision(run, "strong", Verdict.INCONCLUSIVE, "none", "-", cert, w)
 
 
 def _strong_search(run: _Run, dirs: list[tuple[Fraction, ...]], seed: int) -> Decision:

@@ -56,7 +56,10 @@ class Verdict(StrEnum):
         if self is Verdict.INDEPENDENT:
             return f"The CGFs are {prop}ly independent modulo affine functions (certified)."
         if self is Verdict.DEPENDENT:
-            return "A non-zero combination of the CGFs is affine (certified)."
+            if prop == "strong":
+                return ("A non-zero combination of the CGFs is affine along every direction (certified): they are "
+                        "strongly dependent.")
+            return "A non-zero combination of the CGFs is affine on R^d (certified): they are weakly dependent."
         return "Neither independence nor dependence could be certified."
 
 
@@ -341,15 +344,37 @@ class Decision:
 
     @property
     def sentence(self) -> str:
-        """The verdict as a sentence; "certified" only for certified verdicts."""
-        s = self.verdict.sentence(self.property)
+        """The verdict as a sentence; "certified" only for certified verdicts, and the direction
+        wherever the verdict depends on one (seed 003 eq. 33: strong independence is independence
+        along SOME direction ``w``; dependence along one ``w`` says nothing about it)."""
         if self.verdict is Verdict.INCONCLUSIVE:
-            cert = self.certificate
-            if getattr(cert, "timed_out", False):
-                s += " The time budget ran out."
-            if getattr(cert, "evidence", ()):
-                s += (" The truncated coefficients have a null vector (evidence of dependence, not a proof: "
-                      "no exact identity was found).")
+            return self._inconclusive_sentence()
+        w = "" if self.direction is None else format_vector(self.direction)
+        if self.verdict is Verdict.INDEPENDENT:
+            if self.property == "strong" and w:
+                return (f"The CGFs are strongly independent modulo affine functions (certified along w = {w}: no "
+                        "non-zero combination of the Lambda_i(t w) is affine in t).")
+            via = f", via strong independence along w = {w}" if w and self.property == "weak" else ""
+            return f"The CGFs are {self.property}ly independent modulo affine functions (certified{via})."
+        return self.verdict.sentence(self.property)
+
+    def _inconclusive_sentence(self) -> str:
+        cert = self.certificate
+        evidence = getattr(cert, "evidence", ())
+        along = [e for e in evidence if getattr(e, "kind", "").endswith("-identity")]
+        if along and self.direction is not None:
+            s = (f"Along w = {format_vector(self.direction)} the CGFs are dependent modulo affine functions (an exact "
+                 "identity); strong independence asks for some direction where they are independent, so this "
+                 "direction decides nothing about it: not certified either way.")
+        else:
+            at = (f" along w = {format_vector(self.direction)}" if self.property == "strong" and self.direction
+                  else "")
+            s = Verdict.INCONCLUSIVE.sentence(self.property).rstrip(".") + at + "."
+        if getattr(cert, "timed_out", False):
+            s += " The time budget ran out."
+        if len(evidence) > len(along):
+            s += (" The truncated coefficients have a null vector (evidence of dependence, not a proof: "
+                  "no exact identity was found).")
         return s
 
     def to_dict(self) -> dict[str, Any]:
@@ -373,7 +398,14 @@ class Decision:
             "notes": list(self.notes),
             "seconds": self.seconds,
             "sentence": self.sentence,
+            "outcome": {"exit_code": self.exit_code, "conclusion": self.verdict.value},
+            "exit_code": self.exit_code,
         }
+
+    @property
+    def exit_code(self) -> int:
+        """What ``ntkcheck decide`` exits with: 0 independent, 1 dependent, 3 inconclusive."""
+        return {"independent": 0, "dependent": 1}.get(self.verdict.value, 3)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Decision:

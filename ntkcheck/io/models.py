@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,25 +214,17 @@ def attention_heads(encoder: TextEncoder, layer: int) -> Any:
     -------
     ntkcheck.ntk.gram_matrix.features.Heads with ``Q`` of shape (H, d, d) and ``b`` of shape (H, d).
     """
-    from ..ntk.gram_matrix.features import Heads
+    from .state_dict import qk_heads
 
     if int(layer) != layer or not 0 <= int(layer) < encoder.n_layers:
         raise InputError(f"layer: expected an integer in 0..{encoder.n_layers - 1}, got {layer!r}")
     pre = f"encoder.layer.{int(layer)}.attention.self."
     WQ, bQ = encoder.tensor(pre + "query.weight"), encoder.tensor(pre + "query.bias")
     WK = encoder.tensor(pre + "key.weight")
-    H, d = encoder.n_heads, encoder.dim
-    if d % H or WQ.shape != (d, d) or WK.shape != (d, d):
-        raise InputError(f"layer {layer}: query/key weights of shape {WQ.shape}, {WK.shape} do not split into "
-                         f"{H} heads of dimension {d} / {H}")
-    dh = d // H
-    Q = np.empty((H, d, d))
-    b = np.empty((H, d))
-    for h in range(H):
-        rows = slice(h * dh, (h + 1) * dh)
-        Q[h] = WK[rows].T @ WQ[rows] / math.sqrt(dh)
-        b[h] = WK[rows].T @ bQ[rows] / math.sqrt(dh)
-    return Heads(Q, b)
+    try:
+        return qk_heads(WQ, bQ, WK, encoder.n_heads)
+    except InputError as exc:
+        raise InputError(f"layer {layer}: {exc}") from None
 
 
 def save_heads(path: str | Path, heads: Any) -> Path:

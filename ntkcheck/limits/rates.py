@@ -13,9 +13,17 @@ error decays at least as fast, and only a measurement that *shows* decay can say
 (the least-squares slope of ``log r(x)``, so that logarithmic factors such as
 ``sqrt(log N)`` are accounted for at the sizes measured), plus a stated ``slack``:
 
-- ``"inconsistent"``: the whole interval lies above the theorem's slope plus the slack
-  (decay significantly slower than the theorem allows; for a decay theorem this includes
-  every interval at or above 0);
+- :data:`SLOWER` (``"slower than the theorem's rate on this window"``): the whole interval
+  lies above the theorem's slope plus the slack (decay significantly slower over the sizes
+  measured; for a decay theorem this includes every interval at or above 0). For a bound
+  ``err(x) <= C r(x)`` with a constant ``C`` (and sizes from which it applies) that the theorem
+  does not give, no finite window refutes it: the error may follow ``C r(x)`` only beyond the
+  sizes measured. So this is a statement about the window, never a refutation;
+- ``"inconsistent"``: the same, for a fit marked ``refutes=True``: a theorem that binds on
+  every window, such as a differential inequality ``E' <= -r E`` (Gronwall:
+  ``E(s_2) <= e^{-r (s_2 - s_1)} E(s_1)`` for all ``s_1 < s_2``, the Langevin free energy of
+  :mod:`ntkcheck.limits._langevin_lsi`), where decay significantly slower on one window
+  contradicts it;
 - ``"consistent"``: all of
 
   1. the whole interval lies on the theorem's side of 0 (below 0 for a decaying rate:
@@ -39,7 +47,7 @@ level holds at the 99 % Clopper-Pearson bound (table in ``theory/README.md``).
 
 For ``scale="semilog"`` with ``theorem_slope=None`` the theorem promises exponential decay
 at an unspecified rate: consistent when the whole interval is below zero and no wider than
-``max_ci_width``, inconsistent when it is at or above zero.
+``max_ci_width``, :data:`SLOWER` (or inconsistent with ``refutes=True``) when it is at or above zero.
 
 Each experiment module (one per claim: :data:`EXPERIMENTS`) exposes
 ``run(*, size="default", seeds=5, seed=0, progress=None) -> LimitExperiment`` and
@@ -63,7 +71,8 @@ from .._records import restore
 from .._validate import as_budget
 from ..errors import NtkcheckError
 
-__all__ = ["RateFit", "LimitExperiment", "fit_rate", "EXPERIMENTS", "run_experiment", "experiment_module"]
+__all__ = ["RateFit", "LimitExperiment", "fit_rate", "EXPERIMENTS", "run_experiment", "experiment_module",
+           "SLOWER", "VERDICTS"]
 
 #: experiment name (``ntkcheck experiment NAME``) -> module in :mod:`ntkcheck.limits`
 EXPERIMENTS: dict[str, str] = {
@@ -76,7 +85,11 @@ EXPERIMENTS: dict[str, str] = {
     "joint-fluctuations": "joint_fluctuations",
 }
 
-_VERDICT_ORDER = {"consistent": 0, "inconclusive": 1, "inconsistent": 2}
+#: the verdict of a fit significantly slower than a bound that a finite window cannot refute
+SLOWER = "slower than the theorem's rate on this window"
+#: every verdict, from best to worst (an experiment's verdict is the worst of its fits and checks)
+VERDICTS: tuple[str, ...] = ("consistent", "inconclusive", SLOWER, "inconsistent")
+_VERDICT_ORDER = {v: k for k, v in enumerate(VERDICTS)}
 
 
 @dataclass(frozen=True)
@@ -107,9 +120,13 @@ class RateFit:
         The per-seed slopes.
     reference_error : float or None
         Estimated error of the reference the errors are measured against.
-    verdict : {"consistent", "inconsistent", "inconclusive"}
+    verdict : {"consistent", "inconclusive", SLOWER, "inconsistent"}
     reason : str
         Why the verdict is what it is, in one sentence.
+    refutes : bool
+        Whether decay significantly slower on this window contradicts the theorem (a differential
+        inequality, which binds on every window): then the verdict is ``"inconsistent"``, else
+        :data:`SLOWER`.
     """
 
     variable: str
@@ -125,6 +142,7 @@ class RateFit:
     reference_error: float | None
     verdict: str
     reason: str
+    refutes: bool = False
 
     @property
     def seeds(self) -> int:
@@ -148,7 +166,7 @@ class RateFit:
                 "errors": self.errors.tolist(), "scale": self.scale, "theorem": self.theorem,
                 "theorem_slope": self.theorem_slope, "slope": self.slope, "ci": list(self.ci),
                 "per_seed": list(self.per_seed), "reference_error": self.reference_error,
-                "verdict": self.verdict, "reason": self.reason}
+                "verdict": self.verdict, "reason": self.reason, "refutes": self.refutes}
 
     def plot(self, ax: Any) -> None:
         """Errors per seed (faint), their mean, the fitted rate and the theorem's rate anchored
@@ -212,8 +230,17 @@ def _slopes(u: np.ndarray, logE: np.ndarray) -> np.ndarray:
 _FLAT = 1e-12
 
 
+def _slower(refutes: bool, what: str) -> tuple[str, str]:
+    """The verdict and reason of a fit significantly slower than the theorem's rate: a refutation only
+    for a theorem that binds on every window (``refutes``)."""
+    if refutes:
+        return "inconsistent", f"{what}; the theorem binds on every window (a differential inequality): refuted"
+    return SLOWER, (f"{what}; slower than the theorem's rate on this window only: a bound err <= C r(x) with a "
+                    "constant the theorem does not give is not refuted by a finite window")
+
+
 def _verdict(ci: tuple[float, float], th: float | None, *, slack: float, max_ci_width: float,
-             floor: tuple[float, float] | None) -> tuple[str, str]:
+             floor: tuple[float, float] | None, refutes: bool = False) -> tuple[str, str]:
     """The rule of the module docstring: ``(verdict, reason)``.
 
     ``floor`` is ``(smallest mean error, floor_factor * reference error)`` when a reference
@@ -222,7 +249,7 @@ def _verdict(ci: tuple[float, float], th: float | None, *, slack: float, max_ci_
     width = ci[1] - ci[0]
     if th is None:
         if ci[0] >= 0:
-            return "inconsistent", "no decay: the whole interval is at or above 0"
+            return _slower(refutes, "no decay: the whole interval is at or above 0")
         if ci[1] >= 0:
             return "inconclusive", "the interval reaches 0: decay not demonstrated"
         if width > max_ci_width:
@@ -230,8 +257,8 @@ def _verdict(ci: tuple[float, float], th: float | None, *, slack: float, max_ci_
         return "consistent", "the whole interval is below 0: exponential decay"
     line = th + slack
     if ci[0] > line:
-        return "inconsistent", (f"decay significantly slower than the theorem allows: the interval lies above "
-                                f"{line:+.3f}")
+        what = "decay significantly slower than" if th < 0 else "growth significantly faster than"
+        return _slower(refutes, f"{what} the theorem's rate: the interval lies above {line:+.3f}")
     direction = 0 if abs(th) < _FLAT else (1 if th > 0 else -1)
     if direction < 0 and ci[1] >= 0:
         return "inconclusive", "the interval reaches 0: decay not demonstrated"
@@ -266,6 +293,7 @@ def fit_rate(
     slack: float = 0.0,
     max_ci_width: float = 1.0,
     floor_factor: float = 3.0,
+    refutes: bool = False,
 ) -> RateFit:
     r"""Fit the decay of ``errors`` (seeds x len(xs)) and compare it with the theorem's rate.
 
@@ -283,6 +311,10 @@ def fit_rate(
         for a lower-order term the fit cannot separate); 0 by default.
     max_ci_width, floor_factor : float
         See the module docstring (the width cap is also never above ``|theorem slope|``).
+    refutes : bool
+        The theorem binds on every window (a differential inequality): decay significantly slower
+        is ``"inconsistent"``. Default False: a bound ``err <= C r(x)`` with an unknown constant,
+        which a finite window never refutes (:data:`SLOWER`).
 
     Raises
     ------
@@ -315,9 +347,9 @@ def fit_rate(
     floor = None
     if reference_error is not None:
         floor = (float(np.min(np.exp(logE.mean(axis=0)))), floor_factor * reference_error)
-    verdict, reason = _verdict(ci, th, slack=slack, max_ci_width=max_ci_width, floor=floor)
+    verdict, reason = _verdict(ci, th, slack=slack, max_ci_width=max_ci_width, floor=floor, refutes=refutes)
     return RateFit(variable, quantity, tuple(float(v) for v in x), E, scale, theorem, th, mean, ci,
-                   tuple(float(p) for p in per), reference_error, verdict, reason)
+                   tuple(float(p) for p in per), reference_error, verdict, reason, bool(refutes))
 
 
 @dataclass(frozen=True)
@@ -355,7 +387,7 @@ class LimitExperiment:
 
     @property
     def verdict(self) -> str:
-        """The worst fit verdict; ``"inconsistent"`` also when a direct check fails. Without fits:
+        """The worst fit verdict (:data:`VERDICTS`); ``"inconsistent"`` also when a direct check fails. Without fits:
         ``"consistent"`` when every direct check holds (``"inconclusive"`` with no checks either)."""
         empty = "consistent" if self.checks else "inconclusive"  # an experiment of direct checks only
         worst = max((f.verdict for f in self.fits), key=_VERDICT_ORDER.__getitem__, default=empty)

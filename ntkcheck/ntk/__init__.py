@@ -10,18 +10,20 @@
   float64 bound, or a verified Cholesky, each rigorous): the rounding radii (``rounding``), the
   values the user gave (``inputs``), the routes (``routes``, ``arb_fast``), the cascade that
   certifies :func:`gram` (``cascade``), a useful rate (``useful_rate``), matrices made elsewhere
-  (``user_matrix``);
+  (``matrix_input``, ``exact_matrix``, ``user_matrix``) and Jacobians (``jacobian``);
 * :mod:`~ntkcheck.ntk.heads`: the rank of the Gram of ``H`` heads and the kernel it predicts
   (``rank``), the head count of a screening (``search``), the certificate of the head law's NTK,
-  ``H`` = infinity (``law``);
+  ``H`` = infinity (``law``, its rounds in ``rounds``, ``accumulate``, ``preconditioner``,
+  ``tail_bounds``, ``head_range``, ``span_reduction``, ``draw_rounding``);
 * :mod:`~ntkcheck.ntk.prop8`: the named dependence structures of a data set (``relations``, exact
-  helpers in ``exact``, ``structure``), the kernel vector they predict (``prediction``) and the
-  cross-check of the Gram against the CGF verdict, seed 003 Prop. 8 (``crosscheck``).
+  helpers in ``exact``, ``structure``), the kernel vector they predict (``prediction``), Prop. 8's
+  hypothesis on the head law (``hypotheses``) and the cross-check of the Gram against the CGF verdict, seed 003 Prop. 8 (``crosscheck``).
 
 Inside ``ntk`` imports point down this order (``tests/test_layout.py``): the Gram's inputs and
 linear algebra (``gram_matrix``: ``features``, ``_sizes``, ``problem``, ``cholesky``, ``extremal``,
 ``accumulate``), then ``certificate``, then the pipeline (``gram_matrix``: ``spectrum``, ``result``,
-``pipeline``), then ``heads``, then ``prop8``, and ``certificate.user_matrix`` on top.
+``pipeline``), then ``heads``, then ``prop8``, and the matrices made elsewhere (``certificate``:
+``matrix_input``, ``exact_matrix``, ``user_matrix``, ``jacobian``) on top.
 
 May import: :mod:`ntkcheck.independence`, :mod:`ntkcheck.cgf` and the base modules.
 """

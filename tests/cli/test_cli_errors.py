@@ -44,13 +44,14 @@ def test_the_boundary_turns_every_exception_into_one_line(monkeypatch, capsys, e
 
 def test_warnings_are_one_plain_line(capsys):
     """H d < M warns (the Gram is singular by rank): one line, no file:line, no category name,
-    although the test run turns NtkcheckWarning into an error (pyproject filterwarnings)."""
+    although the test run turns NtkcheckWarning into an error (pyproject filterwarnings). The rank
+    proves the Gram singular: exit status 1 (issue 33; it was 3)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", NtkcheckWarning)
         code = main(["gram", "--heads", "1", "--no-structure"])
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
-    assert code == 3
+    assert code == 1
     assert lines and all(ln.startswith("ntkcheck gram: warning: ") for ln in lines), lines
     assert "H d = 1*3 = 3 < M" in err and "NtkcheckWarning" not in err and ".py:" not in err
 

@@ -37,15 +37,18 @@ def test_small_run_text_json_and_plot(capsys, tmp_path):
     assert "heads-lln (seed 002 Thm. 5.1): consistent" in text and "(3 seeds" in text
 
 
-@pytest.mark.parametrize("verdict, code", [("consistent", 0), ("inconsistent", 1), ("inconclusive", 3)])
+@pytest.mark.parametrize("verdict, code", [("consistent", 0), ("inconsistent", 1), ("inconclusive", 3),
+                                           (R.SLOWER, 3)])
 def test_exit_status_is_the_verdict(monkeypatch, capsys, verdict, code):
+    """Exit 1 only for a refutation (a differential inequality slower on the window, ``refutes``); a
+    bound err <= C r(x) slower on the window refutes nothing: exit 3."""
     import numpy as np
 
     xs = [8.0, 16.0, 32.0, 64.0]
-    slope = {"consistent": -0.6, "inconsistent": 0.0, "inconclusive": -0.6}[verdict]
+    slope = {"consistent": -0.6, "inconsistent": 0.0, "inconclusive": -0.6, R.SLOWER: 0.0}[verdict]
     E = np.exp(slope * np.log(xs))[None, :] * np.array([[1.0], [1.01], [0.99]])
     fit = R.fit_rate(xs, E, variable="N", quantity="err", theorem="N^(-1/2)", theorem_rate=lambda x: x ** -0.5,
-                     reference_error=1.0 if verdict == "inconclusive" else None)
+                     reference_error=1.0 if verdict == "inconclusive" else None, refutes=verdict == "inconsistent")
     assert fit.verdict == verdict
     fake = R.LimitExperiment("heads-lln", "ref", "setting", (fit,))
     monkeypatch.setattr(R, "run_experiment", lambda *a, **k: fake)

@@ -43,7 +43,7 @@ def test_screen_json_carries_the_head_law_and_its_delta(capsys, tmp_path):
     hl = d["head_law"]
     assert hl["status"] == "positive" and hl["delta"] == 0.001
     assert 0 < hl["lower"] <= 0.0926 <= hl["upper"]  # lambda_min(K_rho) = 0.0925 (tests/helpers.py quadrature)
-    assert hl["rounds"] and hl["rounds"][-1]["heads"] == hl["heads"]
+    assert hl["rounds"] and max(r["heads"] for r in hl["rounds"]) <= hl["heads"]
     assert "1 - 0.001" in hl["statement"]
     main(argv)
     out = capsys.readouterr().out
@@ -66,14 +66,16 @@ def test_head_law_skipped_with_zero_seconds_or_a_heads_file(capsys, tmp_path):
 def test_one_head_on_shared_words_is_predicted_not_a_disagreement(capsys, tmp_path):
     """--heads 1 on shared-word embeddings: 8 zero eigenvalues predicted for these heads and observed,
     0 for the head law; the cross-check is inconclusive (not 'disagrees') and the bottom line says
-    how many heads are needed; exit status 3."""
+    how many heads are needed. The certified rank bound r + (H - 1) A = 34 < 42 proves these heads'
+    Gram singular whatever the data: "certified singular", exit status 1 (issue 33; it was 3)."""
     f = _shared_words_file(tmp_path)
     code, d = _json(capsys, ["gram", f, "--heads", "1", "--head-law-seconds", "0", "--json"])
     k = d["kernel"]
     assert k["predicted"] == k["observed"] == 8 and k["head_law"] == 0 and k["status"] == "equal"
     assert k["heads"]["span"]["rank"] == 34 and k["heads"]["heads_needed"] == 2
     code, d = _json(capsys, ["screen", f, "--heads", "1", "--head-law-seconds", "0", "--json"])
-    assert code == 3 and d["crosscheck"]["agreement"] == "inconclusive"
+    assert code == 1 and d["crosscheck"]["agreement"] == "inconclusive"
+    assert d["outcome"]["conclusion"] == "certified singular"
     assert "at least 2 heads" in d["outcome"]["next_step"]
     assert d["head_search"] == {**d["head_search"], "mode": "count", "heads": 1}
 
@@ -95,3 +97,19 @@ def test_bad_head_options_exit_2(capsys, bad):
     with pytest.raises(SystemExit) as e:
         main(["screen", *bad])
     assert e.value.code == 2
+
+
+@pytest.mark.parametrize("command", ["screen", "gram"])
+def test_csv_decimals_below_the_float64_range_get_a_sentence(capsys, tmp_path, command):
+    """Issue 30: CSV decimals 1e-400 are read exactly (0 and 1e-400 are distinct atoms), their float64
+    view is 0; screen and gram run their Gram, head search and head-law bound in float64, where those two
+    rows coincide, so they refuse with one line naming both exact values (exit 2), never a traceback
+    (exit 4). The head-law step's own sentence for such laws ('not run') is tested in
+    tests/ntk/heads/test_law.py; the exact verdict of decide on the same file is tested in
+    tests/test_exact_inputs.py."""
+    f = tmp_path / "tiny.csv"
+    f.write_text("sample,x0\n0,0\n0,1e-400\n1,0\n1,3e-400\n2,1\n2,2\n")
+    code = main([command, str(f), "--json"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "same nearest doubles" in err[0] and "1.0e-400 exactly" in err[0], err

@@ -23,7 +23,7 @@ from ntkcheck.cli import main
 from ntkcheck.cli._args import load_schema
 from ntkcheck.io.files import bundled_path
 
-VERBS = ("decide", "screen", "gram", "flow", "claims", "tokens", "sweep", "experiment")
+VERBS = ("decide", "screen", "gram", "certify", "flow", "claims", "tokens", "heads", "sweep", "experiment")
 
 
 def _sha(path) -> str:

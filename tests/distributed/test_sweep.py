@@ -104,8 +104,15 @@ def test_median_grid_and_best_against_numpy(serial):
         for j, b in enumerate(bs):
             v = [r.complement_lambda_min for r in serial.rows if (r.q_scale, r.b_scale) == (q, b)]
             assert len(v) == 2 and Z[i, j] == np.median(v)
+    _, _, R = serial.median_grid(f, 48, relative=True)
+    for i, q in enumerate(qs):
+        for j, b in enumerate(bs):
+            v = [r.complement_relative_lambda_min for r in serial.rows if (r.q_scale, r.b_scale) == (q, b)]
+            assert R[i, j] == np.median(v)
     (best,) = serial.best()
-    assert best["median_lambda_min"] == Z.max() and best["certified_seeds"] == 2
+    i, j = np.unravel_index(int(np.argmax(R)), R.shape)  # ranked by the relative lambda_min (issue 33)
+    assert best["median_relative_lambda_min"] == R.max() and best["median_lambda_min"] == Z[i, j]
+    assert best["certified_seeds"] == 2
 
 
 def test_two_files_and_head_counts(tmp_path):

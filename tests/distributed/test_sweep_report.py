@@ -18,12 +18,16 @@ def test_best_line_names_the_gram_outside_the_dependency():
     r = sweep(bundled_path(), q_scales=(0.5, 2.0), seeds=(0, 1), serial=True)
     assert all(row.relative_lambda_min < 1e-12 and not row.certified for row in r.rows)  # the full Gram
     best = {q: float(np.median([row.complement_lambda_min for row in r.rows if row.q_scale == q])) for q in (0.5, 2.0)}
-    q = max(best, key=best.get)
+    rel = {q: float(np.median([row.complement_relative_lambda_min for row in r.rows if row.q_scale == q]))
+           for q in (0.5, 2.0)}
+    q = max(rel, key=rel.get)  # ranked by the relative lambda_min (issue 33): a scale stretches the spectrum
     (b,) = r.best()
     assert (b["q_scale"], b["median_lambda_min"], b["lambda_min_of"]) == (q, best[q], "outside the dependency")
+    assert b["median_relative_lambda_min"] == rel[q]
     lines = r.table().splitlines()
-    k = next(i for i, ln in enumerate(lines) if ln.startswith("best median lambda_min"))
-    assert "outside the dependency" in lines[k] and f"{best[q]:.4g} at q_scale {q:g}" in lines[k + 1]
+    k = next(i for i, ln in enumerate(lines) if ln.startswith("best median relative lambda_min"))
+    assert "outside the dependency" in lines[k]
+    assert f"{rel[q]:.3g} (lambda_min {best[q]:.4g}) at q_scale {q:g}" in lines[k + 1]
     assert "not the full Gram" in lines[k + 1]
     assert max(len(ln) for ln in lines[k:]) <= 100
 

@@ -134,14 +134,19 @@ def test_interval_inconclusive_when_capped():
 
 
 def test_strong_with_direction_dependent_along_w():
-    """Two sets whose projections on w = e1 coincide are dependent along e1 but independent along e2."""
+    """Two sets whose projections on w = e1 coincide are dependent along e1 but independent along e2.
+    Strong independence (eq. 33) is independence along SOME direction, so e1 decides nothing about
+    it (issue 30 item 6): the verdict at e1 is inconclusive, with the identity along e1 (c = (1, -1))
+    as its evidence and the direction in its sentence; at e2 it is certified independent."""
     x = np.array([[0.0, 0.5], [1.0, 0.0]])
     y = np.array([[0.0, 1.0], [1.0, -2.0]])
     along_e1 = decide([x, y], "strong", direction=[1, 0])
-    assert along_e1.verdict is Verdict.DEPENDENT
-    assert _proportional(along_e1.null_vector, [1, -1])
+    assert along_e1.verdict is Verdict.INCONCLUSIVE and along_e1.null_vector is None
+    (proof,) = along_e1.certificate.evidence
+    assert proof.kind.endswith("-identity") and _proportional(proof.null_vector, [1, -1])
+    assert "Along w = (1, 0)" in along_e1.sentence and "decides nothing" in along_e1.sentence
     along_e2 = decide([x, y], "strong", direction=[0, 1])
-    assert along_e2.verdict is Verdict.INDEPENDENT
+    assert along_e2.verdict is Verdict.INDEPENDENT and "along w = (0, 1)" in along_e2.sentence
 
 
 def test_gaussians_weak_independent_strong_dependent():

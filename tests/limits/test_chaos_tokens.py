@@ -238,4 +238,8 @@ def test_mutation_field_of_the_initial_measure_is_caught(monkeypatch, capsys):
     code = main(["claims", "--only", "002.thm4.2", "--examples", "7", "--json", "--no-shrink"])
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["unexpected"] == ["002.thm4.2"], out["claims"][0]
-    assert out["claims"][0]["refuted"] == 1 and "inconsistent" in out["claims"][0]["detail"]
+    # the slope near 0 is slower than eps_N on this window: not a refutation of a bound C eps_N (issue 30),
+    # so the instance is inconclusive and the claim falls short of its held instances (exit 1)
+    rep = out["claims"][0]
+    assert rep["refuted"] == 0 and rep["held"] == 0 and rep["inconclusive"] >= 1
+    assert "slower than the theorem's rate on this window" in rep["detail"]

@@ -280,4 +280,7 @@ def test_mutation_head_sum_without_one_over_h_is_caught(monkeypatch, capsys, cid
     real = mod.head_weights
     monkeypatch.setattr(mod, "head_weights", lambda heads, atoms: real(heads, atoms) * heads.count)
     rep = _cli_catches(cid, capsys)
-    assert rep["refuted"] == 1 and ("inconsistent" in rep["detail"] or "check fails" in rep["detail"]), rep
+    # a direct check failing refutes; a rate slower on the window only makes the instance inconclusive
+    # (a bound C H^(-1/2) is not refuted by a finite window, issue 30): the claim falls short, exit 1
+    assert ("check fails" in rep["detail"] and rep["refuted"] == 1) or (
+        "slower than the theorem's rate on this window" in rep["detail"] and rep["inconclusive"] >= 1), rep

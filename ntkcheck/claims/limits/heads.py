@@ -5,8 +5,9 @@ the tokens moved by ``H`` i.i.d. heads stay within ``C(T) H^(-1/2) sqrt(log H)``
 by the rho-averaged field (eq. 22), and the head-averaged field converges to the rho-average
 uniformly on a ball at the same rate. Each instance runs the experiment at size ``"small"`` over
 5 seeds on a problem drawn from the instance's seed, token dimension and horizon; the conclusion is
-the fit's verdict (:func:`ntkcheck.limits.rates.fit_rate`): consistent -> held, inconsistent ->
-failed, inconclusive -> inconclusive. Written up in ``theory/limits-heads-lln.md``.
+the fit's verdict (:func:`ntkcheck.limits.rates.fit_rate`): consistent -> held, a failed direct check ->
+failed, inconclusive and "slower than the theorem's rate on this window" (which refutes no bound
+with an unspecified constant) -> inconclusive. Written up in ``theory/limits-heads-lln.md``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ the ``N``-token system and its McKean-Vlasov limit, synchronously coupled, diffe
 one run of :func:`ntkcheck.limits.chaos_tokens.experiment` at size ``"small"`` (6 token
 counts, 5 seeds) with a drawn seed offset and time horizon; it holds when both fitted decay
 rates are consistent with :math:`\epsilon_N` (the verdict of
-:func:`ntkcheck.limits.rates.fit_rate`), fails when one is significantly slower.
+:func:`ntkcheck.limits.rates.fit_rate`), is inconclusive when one is slower than :math:`\epsilon_N` on the
+window measured (which does not refute a bound with an unspecified constant), fails when the order
+check fails.
 """
 
 from __future__ import annotations

@@ -282,11 +282,17 @@ def _for_values_given(problem: GramProblem, cert: GramCertificate) -> GramCertif
     """A float64 certificate ``cert`` (proved for the nearest doubles of the inputs) as a statement
     about the values given: unchanged when they are doubles; else carried over through the proved
     rounding radius (:mod:`ntkcheck.ntk.certificate.inputs`), or inconclusive with ``cert`` as evidence."""
-    which = problem.rounded
+    return _carried_to_values_given(problem.laws, problem.heads, problem.rounded, cert)
+
+
+def _carried_to_values_given(laws: Sequence[Empirical], heads: Heads, which: str | None,
+                             cert: GramCertificate) -> GramCertificate:
+    """:func:`_for_values_given` for laws and heads, ``which`` saying which of them are not doubles
+    (:func:`~ntkcheck.ntk.gram_matrix.problem.rounded_inputs`)."""
     if which is None or not cert.positive:
         return cert
     assert cert.lower_bound is not None
-    E = rounding_radius(problem.laws, problem.heads)
+    E = rounding_radius(laws, heads)
     lb = carried_over(cert.lower_bound, E)
     said = (f"{which}; the float64 routes computed with their nearest doubles, "
             f"whose Gram has lambda_min >= {cert.lower_bound:.4g} ({cert.how}); rounding the inputs moves "
@@ -540,9 +546,17 @@ def verified_cholesky(problem: GramProblem) -> PositivityCertificate:
 
 def _positivity_for_values_given(problem: GramProblem, out: PositivityCertificate) -> PositivityCertificate:
     """:func:`_for_values_given` for a :class:`PositivityCertificate`."""
+    return positivity_carried(problem.laws, problem.heads, problem.rounded, out)
+
+
+def positivity_carried(laws: Sequence[Empirical], heads: Heads, which: str | None,
+                       out: PositivityCertificate) -> PositivityCertificate:
+    """A :class:`PositivityCertificate` proved for the nearest doubles of ``laws`` and ``heads`` as a
+    statement about the values given (``which``: those that are not doubles, or None), as
+    :func:`_for_values_given` carries a :class:`GramCertificate`; the distributed Gram's tiles use it too."""
     if not out.positive:
         return out
-    got = _for_values_given(problem, GramCertificate(out.method, out.lower_bound, 53, out.statement))
+    got = _carried_to_values_given(laws, heads, which, GramCertificate(out.method, out.lower_bound, 53, out.statement))
     if got.positive:
         return replace(out, lower_bound=got.lower_bound, statement=got.detail, inputs_rounded=got.inputs_rounded)
     return PositivityCertificate(False, None, "refused", got.detail, out.lambda_min_float, out.radius, out.M,

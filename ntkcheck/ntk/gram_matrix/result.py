@@ -201,7 +201,11 @@ class GramResult:
 def _report_lines(r: GramResult) -> list[str]:
     """:meth:`GramResult.report_lines`."""
     tol = "" if r.lambda_min_tolerance is None else f", +/- {r.lambda_min_tolerance:.1g}"
-    out = [f"  lambda_min          {r.lambda_min:.6g}   (relative {r.relative_lambda_min:.3g}{tol})",
+    unc = max(r.floor, r.lambda_min_tolerance or 0.0)
+    # no six digits on a value below its own uncertainty: what float64 saw is only an order of magnitude
+    shown = (f"below resolution ({unc:.1g}; float64 sees {r.lambda_min:.1g})" if abs(r.lambda_min) <= unc else
+             f"{r.lambda_min:.6g}   (relative {r.relative_lambda_min:.3g}{tol})")
+    out = [f"  lambda_min          {shown}",
            f"  lambda_max          {r.lambda_max:.6g}",
            f"  condition           {r.condition:.3g}   (spectrum: {r.method})",
            f"  status              {r.status_text()}"]

@@ -10,25 +10,25 @@ head law :math:`\rho`,
 
 whose finite-head Gram :math:`G_H = \frac1H\sum_h X_{\theta_h}` (:func:`~ntkcheck.ntk.gram_matrix.pipeline.gram`) is
 an unbiased estimator. Every :math:`X_\theta` has :math:`\lambda_{\max} \le L` whatever
-:math:`\rho` (features are convex combinations of atoms). From ``H`` i.i.d. heads and a
-certified lower bound ``c`` (upper bound ``g``) of :math:`\lambda_{\min}(G_H)`, with probability
-at least :math:`1 - \delta` over the heads drawn,
+:math:`\rho` (features are convex combinations of atoms). Rounds of fresh i.i.d. heads, each read
+through a lens fixed by earlier heads (:mod:`~ntkcheck.ntk.heads.preconditioner`), give with
+probability at least :math:`1 - \delta` over all heads drawn
 
 .. math::
 
-    \lambda_{\min}(K_\rho) \ge x^2 - \eta, \quad x^2 + x\sqrt{2Lt/H} + Lt/(3H) = c,
+    \lambda_{\min}(K_\rho) \ge x^2/\|T\|^2 - \eta, \quad x^2 + x\sqrt{2Bt/H} + Bt/(3H) = c_T,
     \qquad
-    \lambda_{\min}(K_\rho) \le U(g) + \eta,
+    \lambda_{\min}(K_\rho) \le U(\bar Z)/|v|^2 + \eta,
 
-the first by Bernstein's inequality applied to :math:`u^T G_H u` (``u`` the bottom
-eigenvector of :math:`K_\rho`: no dimension factor), the second by the matrix Chernoff lower
-tail (J. A. Tropp, "User-friendly tail bounds for sums of random matrices", Found. Comput.
-Math. 12 (2012), Thm. 1.1; a factor ``M``); :math:`\eta` covers the rounding of the drawn
-heads and, for Gaussian heads, of the reduction to the span of the atoms. The heads are
-drawn in blocks and their Gram accumulated with a proved error (features never whole); ``H``
-starts at four times the positivity threshold for a pilot estimate of :math:`\lambda_{\min}` and
-doubles until the lower bound is positive or the time budget is spent, round ``j`` using
-:math:`\delta_j = \delta/((j+1)(j+2))`.
+the first by Bernstein's inequality along the bottom eigenvector of :math:`T K_\rho T` (``c_T`` a
+certified lower bound of the bottom of the Gram of the heads' :math:`T X_\theta T` truncated to the
+range ``B``; no dimension factor; ``T = I``, ``B = L`` in the pilot round), the second by
+Chernoff-Hoeffding or a second-moment bound for the mean :math:`\bar Z` of :math:`v^T X_\theta v`
+along a direction ``v`` (no factor ``M``; matrix Chernoff in the pilot round); :math:`\eta` covers the
+rounding of the drawn heads and, for Gaussian heads, of the reduction to the span of the atoms.
+The heads are drawn in blocks, their sums accumulated with proved errors
+(:mod:`~ntkcheck.ntk.heads.accumulate`); the rounds (:mod:`~ntkcheck.ntk.heads.rounds`) run until
+the bounds are within 25% of each other or the time budget is spent, never refusing up front.
 
 References: seed 003 (Training Infinitely Deep and Wide Transformers) Prop. 5, Prop. 8;
 ``theory/ntk-head-law.md``.
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +47,11 @@ from ... import _budget
 from ..._records import restore
 from ...cgf import Empirical, as_laws
 from ...errors import InputError
-from . import _law_steps as steps
+from . import rounds
+from .draw_rounding import eta_atoms, eta_draw
+from .head_range import head_bound, sample_radii
 from .rank import AtomSpan, atom_span
+from .span_reduction import reduce_to_span
 
 __all__ = ["HeadLawRound", "HeadLawBound", "head_law_bound", "DEFAULT_DELTA", "DEFAULT_SECONDS"]
 
@@ -57,18 +59,18 @@ __all__ = ["HeadLawRound", "HeadLawBound", "head_law_bound", "DEFAULT_DELTA", "D
 DEFAULT_DELTA = 1e-6
 #: time budget of the adaptive head count, in seconds
 DEFAULT_SECONDS = 20.0
-#: heads of the first round at least this many (a few blocks of BLAS work)
-_MIN_HEADS = 64
-#: largest number of heads the schedule reaches
-_MAX_HEADS = 1 << 34
 
 
 @dataclass(frozen=True)
 class HeadLawRound:
-    """One round of the schedule: ``heads`` drawn in total, the certified bounds ``draw_lower``
-    (``None``: not certified positive) and ``draw_upper`` of the draw's :math:`\\lambda_{\\min}`, the
-    bounds ``lower``/``upper`` on :math:`\\lambda_{\\min}(K_\\rho)` this round gives at failure
-    probability ``delta``, and the seconds it took."""
+    """One checkpoint of round ``round`` (``side`` ``"lower"``: read off the round's Gram; ``"upper"``: off
+    its quadratic form along the round's direction): ``heads`` drawn in the round so far (the first
+    ``heads_gram`` into its Gram), the certified bounds ``draw_lower`` (``None``: not certified positive)
+    and ``draw_upper`` of the bottom of that Gram (preconditioned and truncated when ``kind`` is
+    ``"preconditioned"``: ``truncated`` heads scaled to the range ``B``), the upper bound ``form`` of the
+    mean quadratic form along the direction, the bounds ``lower``/``upper`` on
+    :math:`\\lambda_{\\min}(K_\\rho)` it gives at failure probability ``delta`` (the deltas of all
+    checkpoints sum to less than the certificate's), and the seconds since the round began."""
 
     heads: int
     draw_lower: float | None
@@ -77,10 +79,19 @@ class HeadLawRound:
     upper: float
     delta: float
     seconds: float
+    heads_gram: int = 0
+    kind: str = "plain"
+    truncated: int = 0
+    B: float | None = None
+    form: float | None = None
+    round: int = 0
+    side: str = "lower"
 
     def to_dict(self) -> dict[str, Any]:
         return {"heads": self.heads, "draw_lower": self.draw_lower, "draw_upper": self.draw_upper,
-                "lower": self.lower, "upper": self.upper, "delta": self.delta, "seconds": self.seconds}
+                "lower": self.lower, "upper": self.upper, "delta": self.delta, "seconds": self.seconds,
+                "heads_gram": self.heads_gram, "kind": self.kind, "truncated": self.truncated, "B": self.B,
+                "form": self.form, "round": self.round, "side": self.side}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> HeadLawRound:
@@ -103,7 +114,7 @@ class HeadLawBound:
     lower, upper : float or None
         :math:`\lambda_{\min}(K_\rho) \in [\mathrm{lower}, \mathrm{upper}]`.
     heads : int
-        Heads drawn for the last round (0: none).
+        Heads drawn in all rounds together (0: none); the statement is over all of them.
     rounds : tuple of HeadLawRound
     L : float or None
         The bound on one head's Gram.
@@ -115,8 +126,10 @@ class HeadLawBound:
     detail : str
         Why the schedule stopped, or why nothing was drawn.
     heads_estimate : int or None
-        Heads that would put the lower bound within a factor 2 of the draw's :math:`\lambda_{\min}`
-        (from the last draw; None when unknown).
+        Heads one more round would need for bounds within a factor 2 of the estimate of
+        :math:`\lambda_{\min}(K_\rho)` (None when unknown).
+    seconds_estimate : float or None
+        The seconds that round would take at the rates measured on the rounds run.
     """
 
     status: str
@@ -131,6 +144,7 @@ class HeadLawBound:
     seconds: float = 0.0
     detail: str = ""
     heads_estimate: int | None = None
+    seconds_estimate: float | None = None
 
     @property
     def positive(self) -> bool:
@@ -153,17 +167,24 @@ class HeadLawBound:
     def report_lines(self) -> list[str]:
         """The ``head law`` block of the ``screen`` and ``gram`` reports."""
         out = [f"  head law (H = inf)  {self.statement()}"]
-        if self.rounds:
-            r = self.rounds[-1]
+        lows = [r for r in self.rounds if r.side == "lower"]
+        if lows:
+            r = lows[-1]
             dl = "not certified" if r.draw_lower is None else f">= {r.draw_lower:.3g}"
-            out.append(f"    draw of {r.heads} heads: lambda_min {dl}, <= {r.draw_upper:.3g}; L = {self.L:.3g}, "
-                       f"rounding {self.eta:.1g}; {len(self.rounds)} round(s), {self.seconds:.1f} s"
+            how = ("preconditioned Gram" if r.kind == "preconditioned" else "Gram") + f" of {r.heads_gram} heads"
+            out.append(f"    last round: {how}, lambda_min {dl}; L = {self.L:.3g}, rounding {self.eta:.1g}; "
+                       f"{self.rounds[-1].round + 1} round(s), {self.seconds:.1f} s"
                        + (f", heads drawn in the {self.reduced_dim}-dimensional span of the atoms"
                           if self.reduced_dim else ""))
-        if self.status == "not separated" and self.heads_estimate:
-            out.append(f"    about {self.heads_estimate} heads would give a bound within a factor 2 of the draw "
+            out.append(f"    stopped: {self.detail}")
+        if self.heads_estimate and not self._tight():
+            secs = "" if self.seconds_estimate is None else f", about {self.seconds_estimate:.3g} s"
+            out.append(f"    about {self.heads_estimate} more heads{secs} would give bounds within a factor 2 "
                        "(a larger --head-law-seconds)")
         return out
+
+    def _tight(self) -> bool:
+        return bool(self.lower and self.upper and self.upper <= 4.0 * self.lower)
 
     def training_clause(self) -> str:
         """A clause for a screening's bottom line: ``", lambda_min(K_rho) >= x with probability ..."``
@@ -192,7 +213,8 @@ class HeadLawBound:
         return {"status": self.status, "delta": self.delta, "lower": self.lower, "upper": self.upper,
                 "heads": self.heads, "rounds": [r.to_dict() for r in self.rounds], "L": self.L, "eta": self.eta,
                 "reduced_dim": self.reduced_dim, "seconds": self.seconds, "detail": self.detail,
-                "heads_estimate": self.heads_estimate, "statement": self.statement()}
+                "heads_estimate": self.heads_estimate, "seconds_estimate": self.seconds_estimate,
+                "statement": self.statement()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> HeadLawBound:
@@ -200,146 +222,27 @@ class HeadLawBound:
         return restore(cls, d)
 
 
-# ---------------------------------------------------------------------------- the rounds
-
-
-@dataclass(frozen=True)
-class _Setup:
-    """What every round needs: the laws heads are drawn for (reduced or not), their dimension, the
-    head law, ``L``, the rounding term ``eta`` and the seed of the head stream."""
-
-    laws: list[Empirical]
-    dim: int
-    q_scale: float
-    b_scale: float
-    dist: str
-    seed: int
-    L: float
-    eta: float
-    reduced: int | None
-    trace: float  # sum_i R_i^2 >= tr K_rho >= M lambda_min(K_rho)
+# ---------------------------------------------------------------------------- the setup
 
 
 def _setup(laws: list[Empirical], span: AtomSpan, *, q_scale: float, b_scale: float, dist: str,
-           seed: int) -> _Setup:
+           seed: int) -> rounds.Setup:
     """``L``, the reduction to the span (Gaussian heads) and the rounding terms."""
     d = laws[0].dim
-    red = steps.reduce_to_span(laws, span) if dist == "gaussian" else None
+    red = reduce_to_span(laws, span) if dist == "gaussian" else None
     draw_laws = laws if red is None else red.laws
     dim = d if red is None else red.dim
-    R = np.maximum(steps.sample_radii(laws), steps.sample_radii(draw_laws))
-    L = max(steps.head_bound(laws), steps.head_bound(draw_laws)) if red is not None else steps.head_bound(laws)
-    eta = steps.eta_draw(R, L, dist, dim, q_scale, b_scale)
+    R = np.maximum(sample_radii(laws), sample_radii(draw_laws))
+    L = max(head_bound(laws), head_bound(draw_laws)) if red is not None else head_bound(laws)
+    eta = eta_draw(R, L, dist, dim, q_scale, b_scale)
     if red is not None:
-        eta += steps.eta_atoms(red.eps, R, L, d, q_scale, b_scale)
-    return _Setup(draw_laws, dim, q_scale, b_scale, dist, seed, L, eta, None if red is None else red.dim,
-                  float(np.sum(R**2)))
+        eta += eta_atoms(red.eps, R, L, d, q_scale, b_scale)
+    return rounds.Setup(draw_laws, dim, q_scale, b_scale, dist, seed, L, eta, None if red is None else red.dim)
 
 
-def _grow(acc: steps.Accumulated, s: _Setup, target: int, block_no: int, deadline: float | None) -> int | None:
-    """Draw heads up to ``target`` in total into ``acc``; the next block number, or None when the
-    deadline passed first (the round is then incomplete and must not be used)."""
-    per = steps.head_blocks(target, s.dim)
-    while acc.heads < target:
-        if deadline is not None and time.perf_counter() > deadline:
-            return None
-        c = min(per, target - acc.heads)
-        Q, b = steps.draw_block(block_no, c, s.dim, q_scale=s.q_scale, b_scale=s.b_scale, dist=s.dist, seed=s.seed)
-        acc.add(s.laws, Q, b)
-        block_no += 1
-    return block_no
-
-
-def _round(acc: steps.Accumulated, s: _Setup, j: int, delta_j: float, M: int, t0: float) -> HeadLawRound:
-    """The bounds of round ``j`` from the accumulated Gram: certified ``c`` and ``g``, then
-    Bernstein (``t = log(2/delta_j)``) and Chernoff (``t = log(2M/delta_j)``)."""
-    G, radius = acc.gram()
-    H = acc.heads
-    c, g = steps.bottom_bounds(G, radius) if (acc.why is None and math.isfinite(radius)) else (None, math.inf)
-    lower = steps.bernstein_lower(c or 0.0, s.L, H, math.log(2.0 / delta_j))
-    upper = steps.chernoff_upper(g, s.L, H, math.log(2.0 * M / delta_j)) if math.isfinite(g) else math.inf
-    lower = max(0.0, lower - s.eta) if lower > s.eta else 0.0
-    return HeadLawRound(H, c, g, lower, upper + s.eta, delta_j, time.perf_counter() - t0)
-
-
-def _threshold(s: _Setup, M: int, delta: float, pilot: float | None) -> float:
-    r"""Heads below which no lower bound can be positive in the first round: :math:`L t / (3 c)` at the
-    pilot's :math:`\lambda_{\min}` ``c``, and at least :math:`L M t / (3 \sum_i R_i^2)` (as
-    :math:`M \lambda \le \mathrm{tr} K_\rho \le \sum_i R_i^2`)."""
-    t = math.log(2.0 / steps.round_delta(delta, 0))
-    need = s.L * M * t / (3.0 * s.trace)
-    if pilot is not None and pilot > 0:
-        need = max(need, s.L * t / (3.0 * pilot))
-    return need
-
-
-def _first_heads(need: float) -> int:
-    r"""The first round: a power of two at least four times the positivity threshold ``need`` (the
-    lower bound is then about 0.3 of the draw's :math:`\lambda_{\min}`), and at least ``_MIN_HEADS``."""
-    return int(min(_MAX_HEADS, 2 ** math.ceil(math.log2(max(_MIN_HEADS, 4.0 * need)))))
-
-
-def _estimate(rounds: Sequence[HeadLawRound], L: float, delta: float, pilot: float | None) -> int | None:
-    """Heads for a lower bound of half the draw's lambda_min: ``5.25 L t / c`` (``t`` of the next round)."""
-    c = next((r.draw_lower for r in reversed(rounds) if r.draw_lower), None) or pilot
-    if not c:
-        return None
-    t = math.log(2.0 / steps.round_delta(delta, len(rounds)))
-    return int(math.ceil(5.25 * L * t / c))
-
-
-def _rate(s: _Setup, H: int) -> float:
-    """Seconds per head, timed on a probe block drawn from a separate stream (its heads are
-    discarded: the schedule depends on the clock, never on the heads it certifies with)."""
-    n = min(H, 1 << 10, steps.head_blocks(H, s.dim))
-    probe = steps.Accumulated(sum(law.n_atoms for law in s.laws))
-    t = time.perf_counter()
-    Q, b = steps.draw_block(0, n, s.dim, q_scale=s.q_scale, b_scale=s.b_scale, dist=s.dist, seed=s.seed, stream=1)
-    probe.add(s.laws, Q, b)
-    return max((time.perf_counter() - t) / n, 1e-12)
-
-
-def _schedule(s: _Setup, M: int, delta: float, *, pilot: float | None, fixed: int | None,
-              seconds: float | None) -> tuple[list[HeadLawRound], str]:
-    """The rounds: ``fixed`` heads once (all of ``delta``); or, adaptively, from :func:`_first_heads`
-    (cut to what fits in the budget at the probed rate; nothing at all when even the positivity
-    threshold does not fit), doubling until the lower bound is positive or the next round would not
-    fit in ``seconds``. A round that overruns the budget is dropped (its size is part of the statement)."""
-    t0 = time.perf_counter()
-    acc = steps.Accumulated(M)
-    rounds: list[HeadLawRound] = []
-    if fixed is not None:
-        _grow(acc, s, fixed, 0, None)
-        rounds.append(_round(acc, s, 0, delta, M, t0))
-        return rounds, f"{fixed} heads, as asked"
-    need = _threshold(s, M, delta, pilot)
-    H = _first_heads(need)
-    deadline = None if seconds is None else t0 + seconds
-    if seconds is not None:
-        rate = _rate(s, H)
-        left = 0.9 * (deadline - time.perf_counter())  # type: ignore[operator]
-        if pilot is not None and need * rate > left:
-            return rounds, (f"not attempted: a positive lower bound needs more than {need:.3g} heads, about "
-                            f"{need * rate:.3g} s at the measured {rate * 1e3:.3g} ms per head (budget {seconds:g} s)")
-        if H * rate > left:
-            H = max(_MIN_HEADS, 2 ** int(math.floor(math.log2(max(left / rate, 1.0)))))
-    block_no, j = 0, 0
-    while True:
-        start = time.perf_counter()
-        nxt = _grow(acc, s, H, block_no, deadline)
-        if nxt is None:
-            return rounds, f"the time budget ({seconds:g} s) ran out during the round of {H} heads, which is dropped"
-        block_no = nxt
-        rounds.append(_round(acc, s, j, steps.round_delta(delta, j), M, t0))
-        if rounds[-1].lower > 0:
-            return rounds, "the lower bound is positive"
-        took = time.perf_counter() - start
-        if H * 2 > _MAX_HEADS:
-            return rounds, f"the schedule stops at {_MAX_HEADS} heads"
-        if deadline is not None and time.perf_counter() + 2.0 * took > deadline:
-            return rounds, (f"the next round ({2 * H} heads, ~{2 * took:.0f} s) would exceed the {seconds:g} s "
-                            "budget")
-        H, j = 2 * H, j + 1
+def _as_round(o: rounds.Outcome) -> HeadLawRound:
+    return HeadLawRound(o.heads, o.c, o.g, o.lower, o.upper, o.delta, o.seconds, o.heads_gram, o.kind,
+                        o.truncated, o.B, o.z, o.round, o.side)
 
 
 def head_law_bound(
@@ -355,6 +258,7 @@ def head_law_bound(
     pilot: float | None = None,
     structure: Any = None,
     span: AtomSpan | None = None,
+    pilot_heads: int | None = None,
 ) -> HeadLawBound:
     r"""Certify :math:`\lambda_{\min}(K_\rho)` for the head law ``dist`` with scales ``q_scale``, ``b_scale``.
 
@@ -368,16 +272,20 @@ def head_law_bound(
     delta : float
         Failure probability of the statement, in (0, 1).
     heads : int or None
-        A fixed number of heads (one round, all of ``delta``); None: the adaptive schedule.
+        A fixed number of heads: a pilot (``pilot_heads``, no statement) chooses the lens, then one
+        round of ``heads`` heads spends all of ``delta``. None: adaptive rounds within ``seconds``.
     seconds : float or None
-        Time budget of the adaptive schedule (None: no limit).
+        Time budget of the adaptive rounds (None: no limit; they stop once upper <= 1.25 lower, which
+        can take many heads).
     pilot : float or None
-        An estimate of :math:`\lambda_{\min}(K_\rho)` (a draw's :math:`\lambda_{\min}`) that sizes the
-        first round; it is not part of the statement.
+        An estimate of :math:`\lambda_{\min}(K_\rho)` (a draw's :math:`\lambda_{\min}`): only used for
+        the report's estimate of the heads needed when no round finishes; never part of the statement.
     structure : DependenceStructure, optional
         When it predicts a kernel, :math:`K_\rho` is singular exactly and nothing is drawn.
     span : AtomSpan, optional
         :func:`~ntkcheck.ntk.heads.rank.atom_span` of the samples, if computed.
+    pilot_heads : int or None
+        Heads of the pilot round (default: ``max(64, 8 M / dim)``, a Gram of full rank).
 
     Returns
     -------
@@ -391,33 +299,83 @@ def head_law_bound(
     ('positive', True, True)
     """
     laws = as_laws(samples)
-    _check(delta, heads, seconds, dist)
+    _check(delta, heads, seconds, dist, pilot_heads)
     seconds = _budget.capped(seconds)  # inside screen or a command: never past its time budget
     if structure is not None and structure.predicted_kernel > 0:
         return HeadLawBound("singular", delta, 0.0, 0.0,
                             detail=f"the dependence structure proves a kernel of dimension {structure.predicted_kernel}")
     t0 = time.perf_counter()
-    M = sum(law.n_atoms for law in laws)
+    if all(not law.rounded and not np.any(law.atoms) for law in laws):
+        return HeadLawBound("singular", delta, 0.0, 0.0, detail="every atom is 0, so every feature is 0")
+    why_not = _collapsed(laws)
+    if why_not:
+        return HeadLawBound("not run", delta, None, None, detail=why_not)
     s = _setup(laws, atom_span(laws) if span is None else span, q_scale=float(q_scale), b_scale=float(b_scale),
                dist=dist, seed=int(seed))
-    rounds, why = _schedule(s, M, delta, pilot=pilot, fixed=heads, seconds=seconds)
+    npilot = rounds.pilot_size(s) if pilot_heads is None else int(pilot_heads)
+    est: tuple[float, float] | None = None
+    if heads is not None:
+        outs = rounds.run_fixed(s, delta, int(heads), npilot)
+        why = f"{heads} heads, as asked (after a pilot of {npilot} heads that chose the lens)"
+        drawn = int(heads) + npilot + rounds.CALIBRATION_HEADS
+    else:
+        outs, why, (need_g, need_u, rates) = rounds.run_adaptive(s, delta, seconds, npilot)
+        per_round: dict[int, int] = {}
+        for o in outs:
+            per_round[o.round] = max(per_round.get(o.round, 0), o.heads)
+        drawn = sum(per_round.values()) + rounds.CALIBRATION_HEADS * max(len(per_round) - 1, 0)
+        est = _estimate(need_g, need_u, rates, s, delta, pilot)
     secs = time.perf_counter() - t0
-    est = _estimate(rounds, s.L, delta, pilot)
-    if not rounds:
-        return HeadLawBound("not separated", delta, None, None, 0, (), s.L, s.eta, s.reduced, secs, why, est)
-    last = rounds[-1]
-    status = "positive" if last.lower > 0 else "not separated"
-    if status == "not separated" and last.draw_lower is None:
+    n_est, s_est = (None, None) if est is None or not math.isfinite(est[0]) else (int(est[0]), est[1])
+    if not outs:
+        return HeadLawBound("not separated", delta, None, None, 0, (), s.L, s.eta, s.reduced, secs, why, n_est, s_est)
+    lower = max(o.lower for o in outs)
+    upper = min(o.upper for o in outs)
+    status = "positive" if lower > 0 else "not separated"
+    if status == "not separated" and all(o.c is None for o in outs):
         why = f"{why}; the draw's Gram is not certified positive"
-    return HeadLawBound(status, delta, last.lower, last.upper, last.heads, tuple(rounds), s.L, s.eta, s.reduced,
-                        secs, why, est)
+    return HeadLawBound(status, delta, lower, upper, drawn, tuple(_as_round(o) for o in outs), s.L, s.eta,
+                        s.reduced, secs, why, n_est, s_est)
 
 
-def _check(delta: Any, heads: Any, seconds: Any, dist: Any) -> None:
+def _estimate(need_g: float, need_u: float, rates: rounds.Rates, s: rounds.Setup, delta: float,
+              pilot: float | None) -> tuple[float, float | None]:
+    """Heads (and seconds) of a round with both sides within a factor 2: from the last lens, or from
+    the ``pilot`` estimate of the draw and the range ``L`` when no round finished."""
+    if not math.isfinite(need_g) and pilot:
+        t = math.log(2.0 / rounds.tb.round_delta(delta, 1))
+        need_g = need_u = rounds.tb.heads_for_lower(0.5, s.L, t) * s.L * t / pilot
+    if not (math.isfinite(need_g) and math.isfinite(need_u)):
+        return math.inf, None
+    plan = rounds.Plan(int(math.ceil(need_g)), int(math.ceil(max(need_g, need_u))))
+    sec = rates.seconds(plan)
+    return float(plan.total), (sec if math.isfinite(sec) else None)
+
+
+def _collapsed(laws: list[Empirical]) -> str:
+    """Why the head-law step cannot run on the float64 view of the atoms (two distinct atoms of a law on
+    one float64 point, every atom 0 in float64 while some value given is not, or non-finite), or ""."""
+    for i, law in enumerate(laws):
+        A = np.asarray(law.atoms, dtype=np.float64)
+        if not np.all(np.isfinite(A)):
+            return f"sample {i}: an atom is not finite in float64"
+        if law.n_atoms > 1 and len({tuple(r) for r in A.tolist()}) < law.n_atoms:
+            return (f"sample {i}: distinct atoms share one float64 value (tokens below the float64 range, "
+                    "e.g. 1e-400): the head law's NTK is computed in float64 and is not certified here")
+    if all(not np.any(law.atoms) for law in laws):
+        return ("every atom is 0 in float64 while the values given are not (tokens below the float64 range): "
+                "the head law's NTK is computed in float64 and is not certified here")
+    return ""
+
+
+def _check(delta: Any, heads: Any, seconds: Any, dist: Any, pilot_heads: Any = None) -> None:
     if not (isinstance(delta, (int, float)) and 0.0 < float(delta) < 1.0):
         raise InputError(f"delta: expected a probability in (0, 1), got {delta!r}")
     if heads is not None and (isinstance(heads, bool) or not isinstance(heads, (int, np.integer)) or heads < 1):
         raise InputError(f"heads: expected a positive integer or None, got {heads!r}")
+    if pilot_heads is not None and (isinstance(pilot_heads, bool) or not isinstance(pilot_heads, (int, np.integer))
+                                    or pilot_heads < 1):
+        raise InputError(f"pilot_heads: expected a positive integer or None, got {pilot_heads!r}")
     if seconds is not None and not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds >= 0):
         raise InputError(f"seconds: expected a time budget >= 0 or None, got {seconds!r}")
     if dist not in ("gaussian", "uniform"):

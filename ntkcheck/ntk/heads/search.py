@@ -144,13 +144,15 @@ def _attempt(laws: list[Empirical], heads: Heads, structure: Any, span: AtomSpan
     return g, hk
 
 
-def _done(g: GramResult, hk: HeadsKernel, certify: bool) -> str | None:
+def _done(g: GramResult, hk: HeadsKernel, certify: bool, law_kernel: int = 0) -> str | None:
     """Why the search may stop after this attempt, or None."""
     obs = g.kernel_observed
     if g.certified_positive:
         return "the Gram is certified positive"
     if hk.structural > 0 and obs is not None and obs <= hk.structural:
         return f"the kernel observed is the head law's ({hk.structural}, from the dependence structure)"
+    if law_kernel > 0 and obs is not None and obs <= hk.structural + law_kernel:
+        return f"the kernel observed is the head law's (>= {law_kernel}, proved for every head of the law)"
     if not certify and g.positive:
         return "the Gram is positive in float64 (certification not asked)"
     return None
@@ -159,7 +161,8 @@ def _done(g: GramResult, hk: HeadsKernel, certify: bool) -> str | None:
 def search_heads(laws: list[Empirical], heads: Any, *, structure: Any, q_scale: float = 1.0, b_scale: float = 1.0,
                  dist: str = "gaussian", seed: int = 0, certify: bool = True, max_bits: int = 512,
                  progress: bool = False, doublings: int = MAX_DOUBLINGS, seconds: float = SEARCH_SECONDS,
-                 span: AtomSpan | None = None, start: int | None = None, spectrum: str = "extremal") -> HeadSearch:
+                 span: AtomSpan | None = None, start: int | None = None, spectrum: str = "extremal",
+                 law_kernel: int = 0) -> HeadSearch:
     r"""Draw the heads of a screening and their Gram.
 
     Parameters
@@ -182,6 +185,9 @@ def search_heads(laws: list[Empirical], heads: Any, *, structure: Any, q_scale: 
         :func:`~ntkcheck.ntk.heads.rank.atom_span` of the laws, if computed.
     start : int, optional
         The first count of ``"auto"`` instead of the default head count.
+    law_kernel : int
+        The dimension of a kernel proved for every head of the law
+        (:class:`~ntkcheck.ntk.prop8.hypotheses.LawKernel`): more heads cannot remove it.
 
     Returns
     -------
@@ -218,7 +224,7 @@ def search_heads(laws: list[Empirical], heads: Any, *, structure: Any, q_scale: 
         attempts.append(HeadAttempt(H, g.status, g.certified_positive, g.kernel_observed, hk.predicted, took))
         if not auto:
             return HeadSearch(hs, g, hk, tuple(attempts), "count", "", span)
-        why = _done(g, hk, certify)
+        why = _done(g, hk, certify, law_kernel)
         if why is None and len(attempts) > doublings:
             why = f"{doublings} doublings spent"
         if why is None and time.perf_counter() - t0 + 3.0 * took > seconds:
@@ -243,20 +249,41 @@ def _fits(laws: list[Empirical], H: int) -> bool:
     return True
 
 
-def finite_heads_sentences(kernel: Any, g: GramResult, head_law: Any = None) -> tuple[str, str] | None:
+def proved_by_rank(kernel: Any, g: GramResult) -> bool:
+    """Whether the Gram of these heads is proved singular by its rank alone: ``H d < M``, or the certified
+    rank bound :math:`r^+ + (H - 1) A^+ < M` (:class:`~ntkcheck.ntk.heads.rank.HeadsKernel`, or a kernel
+    comparison holding one as ``heads``), whatever the data."""
+    hk = kernel if isinstance(kernel, HeadsKernel) else getattr(kernel, "heads", None)
+    return bool(g.rank_deficient_by_size) or (
+        hk is not None and hk.span.exact and hk.atoms - hk.span.rank_bound(hk.heads, certified=True) > 0)
+
+
+def finite_heads_sentences(kernel: Any, g: GramResult, head_law: Any = None,
+                           given: bool = False) -> tuple[str, str] | None:
     """The training and next-step sentences of a screening's bottom line when the Gram of these
     heads is singular because they are too few (the rank bound or saturated heads predict more
-    zero eigenvalues than the head law has); None otherwise."""
+    zero eigenvalues than the head law has); None otherwise. ``given``: the heads came from a file
+    (the advice then names no option that draws heads)."""
     hk = None if kernel is None else kernel.heads
+    more = ("a heads file with at least {n} heads (e.g. the heads of more layers), or rerun without --heads-file "
+            "to screen heads drawn from a law (--heads auto, the default)" if given else
+            "at least {n} heads, or with --heads auto (the default)")
     if g.positive or hk is None or not hk.finite_heads:
         if g.rank_deficient_by_size:
-            return (f"Training: nothing can be said yet: with H d = {g.heads * g.dim} < M = {g.atoms} the Gram is "
-                    "singular by rank whatever the data.",
-                    f"Next: rerun with at least {-(-g.atoms // g.dim)} heads, or with --heads auto.")
+            return (f"Training: these heads' Gram is singular, proved by its rank: with H d = {g.heads * g.dim} < "
+                    f"M = {g.atoms} it has rank at most H d whatever the data, so gradient flow from FixUp cannot move "
+                    "the residual along its kernel.",
+                    "Next: rerun with " + more.format(n=-(-g.atoms // g.dim)) + ".")
         return None
     law = ("" if head_law is None or not head_law.positive else
            f" The head law's NTK is positive ({head_law.statement()}): enough heads drawn from it have a positive "
            "Gram, but training uses the heads drawn.")
-    meaning = (f"Training: nothing can be said yet about these heads: {hk.reason()}, so their Gram is singular "
-               f"whatever the data (the head law's kernel has dimension {hk.structural}).{law}")
-    return meaning, f"Next: rerun with {hk.next_step()}, or with --heads auto (the default)."
+    proved = "proved by its certified rank bound" if proved_by_rank(kernel, g) else "as predicted"
+    meaning = (f"Training: these heads' Gram is singular ({proved}): {hk.reason()}, whatever the data (the head "
+               f"law's kernel has dimension {hk.structural}).{law}")
+    need = hk.heads_needed
+    if given:
+        nxt = "Next: use " + more.format(n=need if need else "more")
+    else:
+        nxt = f"Next: rerun with {hk.next_step()}, or with --heads auto (the default)"
+    return meaning, nxt + "."

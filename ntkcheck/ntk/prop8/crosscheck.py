@@ -406,6 +406,7 @@ def crosscheck(
     progress: bool = False,
     heads_kernel: HeadsKernel | None = None,
     head_law: Any = None,
+    law_support: Any = None,
 ) -> CrosscheckResult:
     r"""Decide weak independence, compute the Gram, and check seed 003 Prop. 8 against it.
 
@@ -435,6 +436,10 @@ def crosscheck(
         The certificate of the head law's NTK (:func:`~ntkcheck.ntk.heads.law.head_law_bound`): Prop. 8
         is a statement about it, so it is compared too (a positive head law against a proved
         kernel is a contradiction; against independent CGFs, an agreement).
+    law_support : HeadLawSupport, optional
+        Prop. 8's hypothesis on the head law (:func:`~ntkcheck.ntk.prop8.hypotheses.law_support`):
+        where the law's support contains no open set of ``(Q, b)`` the sufficiency half is not
+        invoked, the kernel proved for every head of the law is compared instead.
 
     Returns
     -------
@@ -468,12 +473,17 @@ def crosscheck(
     st = structure if structure is not None else dependence_structure(laws, weak=weak)
     F, sub_res, kc = _compare_kernel(laws, heads, st, g, heads_kernel)
     what = _structures_named(st)
+    degenerate = law_support is not None and not law_support.open_set
     if verdict == "independent":
-        v = _sufficiency_verdict(g, kc)
+        v = (_Verdict("not applicable", "not needed", None, None, *law_support.against(g)) if degenerate
+             else _sufficiency_verdict(g, kc))
     elif verdict != "dependent":
         v = _no_prediction_verdict(g)
     else:
         v = _necessity_verdict(laws, heads, weak, st, g, kc, F, what)
+    if degenerate and verdict != "independent":  # a kernel count from the structure assumes an open set
+        v = _Verdict(v.statement, v.overlap, v.prediction, v.residual, v.agreement,
+                     f"{v.message} Head law: {law_support.brief()}.")
     if head_law is not None:
         v = _Verdict(v.statement, v.overlap, v.prediction, v.residual,
                      *head_law.compare(v.statement, v.agreement, v.message, st.predicted_kernel))
