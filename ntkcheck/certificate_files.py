@@ -20,7 +20,7 @@ The claims:
 * ``gram-singular``: the dependency and the signed measure :math:`\nu` on shared atoms whose
   kernel vector seed 003 Prop. 8 gives; ``gram-equal-scores``: two atoms of one sample that every
   head scores alike (an exactly singular Gram, ``GramCertificate.kind == "exactly-singular"``);
-* ``matrix-lower-bound`` (with the Cholesky shift ``t`` and the proved radius),
+* ``matrix-lower-bound`` (with the Cholesky shift ``t``; radius 0: the bound covers the entrywise ball only),
   ``matrix-singular``, ``matrix-indefinite`` (with the vector): :func:`~ntkcheck.ntk.certificate.user_matrix.certify_matrix`;
 * ``none``: nothing was certified (the reason): the verifier reports it unchecked.
 
@@ -209,7 +209,10 @@ def matrix_certificate(cert: Any, matrix: Any, source: Any = None) -> dict[str, 
            "inputs": {"matrix": np.asarray(A, dtype=np.float64), "abs_error": float(cert.abs_error)}}
     claim: dict[str, Any] = {"id": "matrix", "statement": cert.statement}
     if cert.status == "certified positive":
-        claim |= {"kind": "matrix-lower-bound", "lower_bound": cert.lower_bound, "radius": cert.radius,
+        # the file's radius is about the exact symmetric part (A + A^T)/2, beyond the entrywise ball the
+        # verifier derives itself (n abs_error); cert.radius is about the rounded centre fl((A + A^T)/2)
+        # and includes that centre's rounding, so it is no radius about (A + A^T)/2: none is claimed
+        claim |= {"kind": "matrix-lower-bound", "lower_bound": cert.lower_bound, "radius": 0.0,
                   "shifts": [] if cert.shift is None else [cert.shift]}
     elif cert.status == "certified singular":
         claim |= {"kind": "matrix-singular", "rank": cert.rank}

@@ -1,4 +1,5 @@
-"""Test configuration: one fixed hypothesis profile, so every run (CI or local) is reproducible."""
+"""Test configuration: one fixed hypothesis profile, so every run (CI or local) is reproducible, and
+the plugin that runs the suite in parallel and prints what the run cost (``suite_run.py``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import mpmath
 import pytest
 from hypothesis import HealthCheck, settings
 
+# derandomize=True: every example comes from a hash of the test, the same on every xdist worker and
+# in every run; it also implies database=None, so parallel workers never race on .hypothesis/.
 settings.register_profile(
     "ci",
     derandomize=True,
@@ -21,6 +24,14 @@ settings.load_profile(os.environ.get("NTKCHECK_HYPOTHESIS_PROFILE", "ci"))
 
 # Plots are written to files only; never try to open a window.
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+pytest_plugins = ("pytester",)  # tests/test_suite_run.py runs the plugin in a pytest of its own
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from suite_run import SuiteRun
+
+    config.pluginmanager.register(SuiteRun(), "ntkcheck-suite-run")
 
 
 @pytest.fixture(autouse=True)

@@ -11,9 +11,12 @@ catches: the old behaviour (values rounded before the exact engines run) planted
 
 from __future__ import annotations
 
+import io
+import os
 import subprocess
 import sys
 import warnings
+from contextlib import redirect_stderr, redirect_stdout
 from fractions import Fraction as F
 
 import mpmath
@@ -41,8 +44,32 @@ needs_ld = pytest.mark.skipif(not EXTENDED, reason="long double is double here")
 
 
 def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
+    """``python -m ntkcheck ARGS`` in a process of its own: for what only a process shows (a warning
+    Python prints to stderr, the interpreter's exit status)."""
     return subprocess.run([sys.executable, "-m", "ntkcheck", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=600)
+
+
+def _main(*args: str, cwd) -> subprocess.CompletedProcess:
+    """``ntkcheck ARGS`` run in this process by the entry point's function (``ntkcheck.cli.main``) in
+    ``cwd``, its exit status and output as :func:`_cli` gives them (no interpreter start-up and
+    package import per call): Python's default warning filters as in a fresh process, and every
+    warning that escapes the command appended to stderr as Python would print it."""
+    from ntkcheck.cli import main
+
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    with warnings.catch_warnings(record=True) as seen, redirect_stdout(out), redirect_stderr(err):
+        warnings.resetwarnings()  # the suite's "error" filter off: a fresh interpreter's defaults
+        warnings.simplefilter("default")
+        os.chdir(cwd)
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            os.chdir(here)
+    shown = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in seen)
+    return subprocess.CompletedProcess(["ntkcheck", *args], code, out.getvalue(), err.getvalue() + shown)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -112,7 +139,7 @@ def test_exact_heads_file_on_the_command_line(tmp_path):
     np.savez(tmp_path / "heads.npz", Q=Q, b=b)
     np.save(tmp_path / "a.npy", np.array([X_A], dtype=np.float64))
     for cmd in (["screen", "a.npy"], ["gram", "a.npy", "--certify"]):
-        out = _cli(*cmd, "--heads-file", "heads.npz", "--no-progress", cwd=tmp_path)
+        out = _main(*cmd, "--heads-file", "heads.npz", "--no-progress", cwd=tmp_path)
         assert out.returncode == 1, out.stdout + out.stderr
         assert "positive, certified" not in out.stdout and "singular" in out.stdout
         assert "Traceback" not in out.stderr
@@ -185,7 +212,7 @@ def test_long_double_token_file_is_read_exactly(tmp_path):
     for cmd, code in ((["decide", "b.npy"], 0),
                       (["screen", "b.npy", "--no-progress", "--min-relative-lambda", "0"], 0),
                       (["screen", "b.npy", "--no-progress"], 3)):
-        out = _cli(*cmd, cwd=tmp_path)
+        out = _main(*cmd, cwd=tmp_path)
         assert out.returncode == code, out.stdout + out.stderr
 
 
@@ -259,7 +286,7 @@ def test_translates_at_non_double_values_are_dependent(den, d, atoms, shift):
 def test_exact_translates_from_an_int64_file(tmp_path):
     """Issue 19 item 3 on the command line: an int64 .npy beyond 2^53 exits 1 (dependent), not 0."""
     np.save(tmp_path / "c.npy", np.stack(_case_c()["int64"]))
-    out = _cli("decide", "c.npy", cwd=tmp_path)
+    out = _main("decide", "c.npy", cwd=tmp_path)
     assert out.returncode == 1, out.stdout + out.stderr
 
 
@@ -407,7 +434,7 @@ def test_heads_file_given_a_npy_is_refused_clearly(tmp_path):
     with pytest.raises(InputError, match=r"single array of shape \(3, 2, 2\).*savez"):
         nk.screening.load_heads(tmp_path / "h.npy")
     np.save(tmp_path / "a.npy", np.array([X_A], dtype=np.float64))
-    out = _cli("gram", "a.npy", "--heads-file", "h.npy", cwd=tmp_path)
+    out = _main("gram", "a.npy", "--heads-file", "h.npy", cwd=tmp_path)
     assert out.returncode == 2 and "savez" in out.stderr and "Traceback" not in out.stderr
 
 

@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "certificate_files": 5,  # what --certificate-out writes: imports cgf and verify
     "dynamics": 6,
     "_report_text": 6,  # the sections of the screening report's text: below screening
+    "_report_plot": 6,  # the screening report's picture (plot_report): below screening, which re-exports it
     "convergence": 7,  # the Thm. 8.5 certificate and the local-convergence runs: above the dynamics they bound
     "limits": 7,  # the limit-theorem experiments: above the dynamics they simulate
     "screening": 7,

@@ -113,6 +113,14 @@ def test_the_readme_has_the_blocks_this_test_runs():
     assert "ntkcheck screen" in shell and "ntkcheck certify" in shell and "ntkcheck.verify" in shell
 
 
+def test_ci_runs_exactly_the_readme_test_command():
+    """``.ci/run`` and the README's "Run the whole test suite" command are one command, and it runs
+    the suite in parallel (``-n auto``: the time the README promises depends on it)."""
+    command = next(b for k, b in _blocks() if k == "shell" and "-m pytest" in b).strip()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert ci == command and command.endswith("python -m pytest -n auto"), (ci, command)
+
+
 def test_readme_shell_commands_run_clean(repo: Path, tmp_path: Path):
     """Every shell line of the README runs without a traceback or a bad-input error, and writes
     only under ``out/``; the steps left out are the network and the test suite."""

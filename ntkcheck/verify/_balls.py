@@ -27,7 +27,7 @@ import numpy as np
 
 from ._common import Unchecked
 from ._exact import flint
-from ._precision import _workprec
+from ._precision import _interval_context, _workprec
 
 
 class _Arb:
@@ -176,10 +176,8 @@ def balls(bits: int) -> Iterator[Any]:
             yield _Arb(fl)
         return
     try:
-        ctx_iv = importlib.import_module("mpmath.ctx_iv")
+        ctx = _interval_context(bits)
     except ImportError:
         raise Unchecked("cannot re-check here: this claim needs ball arithmetic, and neither python-flint nor "
                         "mpmath is installed") from None
-    ctx = ctx_iv.MPIntervalContext()
-    ctx.prec = bits
     yield _Mpmath(ctx)

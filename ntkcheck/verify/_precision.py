@@ -27,3 +27,11 @@ def _workprec(bits: int) -> Iterator[None]:
     pkg = sys.modules.get("ntkcheck._precision")
     with (_OWN_LOCK if pkg is None else pkg.PRECISION_LOCK), ctx.workprec(bits):
         yield
+
+
+def _interval_context(bits: int) -> object:
+    """A private mpmath interval context at ``bits`` of precision (an instance of its own: setting
+    its precision changes no other context, so it needs no lock). Raises ImportError without mpmath."""
+    ctx = importlib.import_module("mpmath.ctx_iv").MPIntervalContext()
+    ctx.prec = int(bits)
+    return ctx
