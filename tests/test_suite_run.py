@@ -138,3 +138,13 @@ def test_the_ci_profile_is_the_same_on_every_worker_and_writes_no_database():
     from hypothesis import settings
 
     assert settings.default.derandomize and settings.default.database is None
+
+
+def test_the_plugin_is_hashed_by_identity():
+    """pytest keeps plugins in sets: a doctest under ntkcheck/ (outside tests/, so tests/conftest.py is
+    removed from its hook proxy) made pluggy hash every plugin, and an ``eq=True`` dataclass is
+    unhashable: the run ended in INTERNALERROR. Catches ``@dataclass`` without ``eq=False``."""
+    from suite_run import SuiteRun
+
+    a, b = SuiteRun(), SuiteRun()
+    assert len({a, b}) == 2 and a != b
