@@ -22,6 +22,7 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
     independence             decision, certified rank, identities, sufficient conditions
     cgf                      CGFs, the empirical law (one sample type), closed-form families
     _validate, _memory       validation where data enter; memory estimates before allocation
+    _figures                 saving a figure (written, or one clear error)
     _progress                progress bars (each update a checkpoint of the time budget)
     errors, _budget, _text   exceptions; time budget and cost estimates; report text helpers
     _precision               the one lock around mpmath / python-flint working precision
