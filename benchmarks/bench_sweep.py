@@ -15,7 +15,7 @@ Run: ``python benchmarks/bench_sweep.py [--quick] [--workers 2] [--plot sweep.pn
    (512 samples of N = 8 tokens, d = 8, ``H d = 2 M``) on a ``LocalCluster`` (``W`` processes x
    1 thread; Dask's nanny pins BLAS to one thread a worker), default head blocks (one product
    task per worker thread, at least one per tile), 1 and 3 row blocks (1 and 6 tiles),
-   against the serial accumulation ``_gram_accumulated`` and the serial ``gram`` (features,
+   against the serial accumulation ``enclosed_gram(..., bound=False)`` and the serial ``gram`` (features,
    ``syrk``, ``eigvalsh``; BLAS on every core) in the same run: time ratios, and the
    lambda_min difference against the Weyl bound ``2 gamma_K || |F||F|^T ||_F`` (``K = H d``).
 3. **Per-block costs.** For ``M`` atoms (d = 8, N = 8) and one block of ``c = 32`` heads
@@ -61,8 +61,9 @@ from ntkcheck.cgf import as_laws
 from ntkcheck.cli import main as cli
 from ntkcheck.distributed import distributed_gram, sweep
 from ntkcheck.io.files import bundled_path
+from ntkcheck.ntk.certificate.rounding import enclosed_gram
 from ntkcheck.ntk.gram_matrix.features import DEFAULT_CHUNK, Heads, attention_features, init_heads
-from ntkcheck.ntk.gram_matrix.pipeline import _gram_accumulated, gram
+from ntkcheck.ntk.gram_matrix.pipeline import gram
 
 SCALES = (0.25, 0.5, 1.0, 2.0, 4.0)
 
@@ -128,7 +129,7 @@ def bench_distributed_gram(workers: int, M: int, d: int = 8, N: int = 8) -> None
     H = 2 * M // d
     heads = init_heads(H, d, q_scale=0.5, b_scale=0.5, seed=1)
     t0 = time.perf_counter()
-    _gram_accumulated(laws, heads, DEFAULT_CHUNK, False)
+    enclosed_gram(laws, heads, DEFAULT_CHUNK, bound=False)
     t_acc = time.perf_counter() - t0
     t0 = time.perf_counter()
     g = gram(laws, heads)
@@ -140,7 +141,7 @@ def bench_distributed_gram(workers: int, M: int, d: int = 8, N: int = 8) -> None
     weyl = 2 * gamma * float(np.linalg.norm(sla.blas.dsyrk(1.0, A.T, trans=1, lower=1)) * math.sqrt(2))
     del F, A
     say(f"\nOne Gram on Dask: M = {M} atoms, d = {d}, N = {N}, H = {H} (H d = 2 M)")
-    say(f"  serial: the Gram accumulated over head blocks (_gram_accumulated) {t_acc:.2f} s; gram() {t_serial:.2f} s "
+    say(f"  serial: the Gram accumulated over head blocks (enclosed_gram, no bound) {t_acc:.2f} s; gram() {t_serial:.2f} s "
           f"(features, syrk, {g.method}), lambda_min {g.lambda_min:.6g}")
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cl, \
             Client(cl) as client:

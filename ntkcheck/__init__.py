@@ -16,10 +16,13 @@ Layout (imports point down this list; ``tests/test_layout.py`` enforces it)::
       convergence            the certified Thm. 8.5 guarantee (L_K, split region) and the local-convergence runs
     dynamics                 model, adjoint, NTK over all parameters, flows
     io                       token files, heads files, real models
-    ntk                      heads, features, Gram on distinct atoms, structures, cross-check
+    ntk                      the NTK at FixUp, inside in this order: heads, features and the Gram's
+                             linear algebra (gram_matrix); its certificate (certificate); the pipeline
+                             of gram() (gram_matrix); head counts (heads); Prop. 8 (prop8)
     independence             decision, certified rank, identities, sufficient conditions
     cgf                      CGFs, the empirical law (one sample type), closed-form families
     _validate, _memory       validation where data enter; memory estimates before allocation
+    _figures                 saving a figure (written, or one clear error)
     _progress                progress bars (each update a checkpoint of the time budget)
     errors, _budget, _text   exceptions; time budget and cost estimates; report text helpers
     _precision               the one lock around mpmath / python-flint working precision
@@ -107,8 +110,8 @@ if TYPE_CHECKING:
     # the NTK Gram at FixUp (module ``ntkcheck.ntk.gram_matrix.pipeline``; the function is ``gram``)
     from .ntk.gram_matrix.features import Heads as Heads
     from .ntk.gram_matrix.features import init_heads as init_heads
-    from .ntk.gram_matrix.pipeline import GramResult as GramResult
     from .ntk.gram_matrix.pipeline import gram as gram
+    from .ntk.gram_matrix.result import GramResult as GramResult
 
     # screening token data (module ``ntkcheck.screening``; the function is ``screen``)
     from .screening import ScreenReport as ScreenReport
@@ -149,7 +152,7 @@ _LAZY: dict[str, str] = {
     "certify_matrix": ".ntk.certificate.user_matrix",
     "Heads": ".ntk.gram_matrix.features",
     "init_heads": ".ntk.gram_matrix.features",
-    "GramResult": ".ntk.gram_matrix.pipeline",
+    "GramResult": ".ntk.gram_matrix.result",
     "gram": ".ntk.gram_matrix.pipeline",
     "ScreenReport": ".screening",
     "plot_report": ".screening",

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ._figures import save_figure
 from .cgf import as_laws
 from .errors import InputError
 
@@ -110,11 +111,4 @@ def plot_report(report: Any, samples: Any, path: str | Path | None = None) -> An
     fig.tight_layout()
     if path is None:
         return fig
-    out = Path(path)
-    try:
-        fig.savefig(out, dpi=110)
-    except OSError as exc:
-        raise InputError(f"{out}: cannot write the plot ({exc})") from None
-    finally:
-        plt.close(fig)
-    return out
+    return save_figure(fig, path)

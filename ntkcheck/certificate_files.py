@@ -125,7 +125,7 @@ def decision_claim(cid: str, dec: Any, samples: list[int] | None = None) -> dict
 
 
 def gram_claim(cid: str, g: Any, samples: list[int] | None = None) -> dict[str, Any]:
-    """The claim of a :class:`~ntkcheck.ntk.gram_matrix.pipeline.GramResult`: its certified lower bound, its
+    """The claim of a :class:`~ntkcheck.ntk.gram_matrix.result.GramResult`: its certified lower bound, its
     exact singularity (two atoms every head scores alike), or ``none``."""
     c = g.certified
     if c is not None and c.kind == "exactly-singular" and c.atoms is not None:

@@ -25,6 +25,13 @@ settings.load_profile(os.environ.get("NTKCHECK_HYPOTHESIS_PROFILE", "ci"))
 # Plots are written to files only; never try to open a window.
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+# Reports follow COLUMNS when it is narrower than their width (ntkcheck._text.report_width). The
+# suite's text assertions are about the default width, so no ambient COLUMNS reaches them: xdist's
+# workers get COLUMNS=80 LINES=24 from execnet, and a shell may export its own. The tests of the
+# COLUMNS behaviour set it themselves (monkeypatch, or a subprocess's env).
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 pytest_plugins = ("pytester",)  # tests/test_suite_run.py runs the plugin in a pytest of its own
 
 

@@ -46,6 +46,12 @@ TIMING = {
     "tests/distributed/test_sweep.py": "a Dask cluster of worker processes",
 }
 TIMING_GROUP = "timing"
+#: modules whose tests read what an earlier test of the module recorded (why, for the reader): each
+#: runs whole on one worker, in its order
+ORDERED = {
+    "tests/convergence/test_coercivity_split.py": "test_property_instances_mostly_certify counts the instances "
+                                                  "the property test before it recorded",
+}
 #: fixture scopes that outlive one test: a module defining one runs whole on one worker
 SHARED_SCOPES = frozenset({"module", "class", "package", "session"})
 
@@ -73,12 +79,12 @@ def defines_shared_fixture(path: Path) -> bool:
 
 def group_of(nodeid: str, rootpath: Path) -> str | None:
     """The group of the test ``nodeid``: ``timing`` for the modules of :data:`TIMING`, the module's
-    path for a module that defines a shared fixture, else ``None`` (the test goes to whichever
+    path for a module of :data:`ORDERED` or one that defines a shared fixture, else ``None`` (the test goes to whichever
     worker is free)."""
     module = nodeid.split("::", 1)[0]
     if module in TIMING:
         return TIMING_GROUP
-    if module.endswith(".py") and defines_shared_fixture(rootpath / module):
+    if module in ORDERED or (module.endswith(".py") and defines_shared_fixture(rootpath / module)):
         return module
     return None
 
@@ -132,7 +138,7 @@ def blas_threads(info: list[dict]) -> int:
 RAISERS_SHOWN = 5
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: pytest keeps its plugins in sets
 class SuiteRun:
     """The plugin: grouping, the BLAS limit, and the end-of-run summary."""
 

@@ -23,7 +23,7 @@ def test_entry_points_reachable_from_the_package():
     from ntkcheck.screening import screen
 
     assert ntkcheck.screen is screen and ntkcheck.gram is gram
-    assert ntkcheck.GramResult.__module__ == "ntkcheck.ntk.gram_matrix.pipeline"
+    assert ntkcheck.GramResult.__module__ == "ntkcheck.ntk.gram_matrix.result"
 
 
 def test_all_is_explicit_and_clean():

@@ -35,6 +35,7 @@ from ntkcheck.ntk.certificate.routes import (
     certify_positive,
 )
 from ntkcheck.ntk.gram_matrix.features import Heads
+from ntkcheck.ntk.gram_matrix.problem import GramProblem
 from ntkcheck.ntk.prop8.structure import dependence_structure
 
 LD = np.longdouble
@@ -151,7 +152,7 @@ def test_mutation_arb_from_the_rounded_heads_is_caught(monkeypatch):
     heads = Heads(np.array(Q, dtype=object), np.array(b, dtype=object))
     monkeypatch.setattr(Heads, "rational_Q", lambda self, h: [[F(float(v)) for v in r] for r in self.Q[h]])
     monkeypatch.setattr(Heads, "rational_b", lambda self, h: [F(float(v)) for v in self.b[h]])
-    monkeypatch.setattr("ntkcheck.ntk.gram_matrix.route.exactly_singular", lambda laws, heads: None)
+    monkeypatch.setattr("ntkcheck.ntk.certificate.cascade.exactly_singular", lambda laws, heads: None)
     g = nk.gram([X_A], heads, certify=True)
     assert g.certified_positive  # the unsound verdict the issue reported ("positive, certified")
 
@@ -379,10 +380,11 @@ def test_a_float64_bound_carries_over_only_above_the_radius():
 
     E = rounding_radius(laws, heads)
     assert 0 < E < 1e-14
-    big = _for_values_given(laws, heads, GramCertificate("float64-cholesky", 1e-6, 53, "view"))
+    problem = GramProblem.of(laws, heads)
+    big = _for_values_given(problem, GramCertificate("float64-cholesky", 1e-6, 53, "view"))
     assert big.positive and big.inputs_rounded
     assert big.lower_bound <= (1e-3 - E) ** 2 and big.lower_bound > 0.99e-6
-    small = _for_values_given(laws, heads, GramCertificate("float64-cholesky", (E / 2) ** 2, 53, "view"))
+    small = _for_values_given(problem, GramCertificate("float64-cholesky", (E / 2) ** 2, 53, "view"))
     assert not small.positive and small.evidence is not None and small.evidence.lower_bound == (E / 2) ** 2
     assert "not a certificate about the values given" in small.detail
 

@@ -2,9 +2,11 @@
 
 The layers (lowest first) are the ones stated in ``ntkcheck/__init__.py`` and
 ``theory/README.md``. Every ``import``/``from ... import`` in the package is read with
-:mod:`ast` (lazy imports inside functions included), resolved to the module it names, and
-checked: a module may import its own subpackage and anything in a lower layer, never a
-higher or a sibling layer; and the import graph has no cycle.
+:mod:`ast` (lazy imports inside functions included; imports under ``if TYPE_CHECKING:`` never
+run and are not counted), resolved to the module it names, and checked: a module may import its
+own subpackage and anything in a lower layer, never a higher or a sibling layer; and the import
+graph has no cycle. Inside ``ntkcheck/ntk/`` the parts are ordered too (:data:`NTK_ORDER`), and no
+package binds a name that hides one of its submodules.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ PKG = Path(__file__).resolve().parents[1] / "ntkcheck"
 LAYERS: dict[str, int] = {
     "errors": 0, "_budget": 0, "_text": 0, "_precision": 0,
     "verify": 0,  # the standalone certificate verifier (a package): imports nothing of the rest of ntkcheck
-    "_validate": 1, "_records": 1, "_memory": 1, "_progress": 1,  # a bar's update checks the time budget
+    "_validate": 1, "_records": 1, "_memory": 1, "_progress": 1, "_figures": 1,  # a bar's update checks the time budget
     "cgf": 2,
     "independence": 3,
     "ntk": 4,
@@ -61,12 +63,24 @@ def _is_package(mod: str) -> bool:
     return MODULES[mod].name == "__init__.py"
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """Ids of the import nodes under ``if TYPE_CHECKING:`` (seen by type checkers, never run)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
 def _imports(mod: str) -> set[str]:
     """Modules of the package that ``mod`` imports (resolved, lazy imports included)."""
     tree = ast.parse(MODULES[mod].read_text())
     pkg = mod if _is_package(mod) else mod.rpartition(".")[0]
+    skip = _type_checking_only(tree)
     out: set[str] = set()
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names if a.name.startswith("ntkcheck")]
             out.update(n for n in names if n in MODULES)
@@ -227,3 +241,103 @@ def test_the_length_checker_sees_a_long_function():
     planted = ast.parse(f"def planted():\n{body}\n    return 0\n")
     assert _long_functions(planted, MAX_FUNCTION_LINES) == [("planted", 121)]
     assert _long_functions(planted, 121) == []
+
+
+# ------------------------------------------------------------------ inside ntkcheck/ntk/
+
+#: the parts of ``ntkcheck.ntk`` (lowest first, modules relative to ``ntkcheck.ntk``): a module may
+#: import its own part and lower ones. ``gram_matrix`` holds two parts: the Gram's inputs and linear
+#: algebra, which the certificate imports, and the pipeline of ``gram()``, which imports the certificate.
+NTK_ORDER: list[tuple[str, set[str]]] = [
+    ("the Gram's inputs and linear algebra", {"gram_matrix", "gram_matrix.features", "gram_matrix._sizes",
+                                              "gram_matrix.problem", "gram_matrix.cholesky",
+                                              "gram_matrix.extremal", "gram_matrix.accumulate"}),
+    ("the certificate", {"certificate", "certificate.rounding", "certificate.inputs", "certificate.arb_fast",
+                         "certificate.routes", "certificate.cascade", "certificate.useful_rate"}),
+    ("the pipeline of gram()", {"gram_matrix.spectrum", "gram_matrix.result", "gram_matrix.pipeline"}),
+    ("the heads", {"heads", "heads.rank", "heads.search", "heads.law", "heads.accumulate", "heads.draw_rounding",
+                   "heads.head_range", "heads.preconditioner", "heads.rounds", "heads.span_reduction",
+                   "heads.tail_bounds"}),
+    ("seed 003 Prop. 8", {"prop8", "prop8.exact", "prop8.relations", "prop8.structure", "prop8.prediction",
+                          "prop8.hypotheses", "prop8.crosscheck"}),
+    # a matrix made elsewhere (or its Jacobian) is checked against the dependence structure of its samples
+    ("matrices made elsewhere", {"certificate.matrix_input", "certificate.exact_matrix", "certificate.user_matrix",
+                                 "certificate.jacobian"}),
+    ("the face", {""}),
+]
+
+
+def _ntk_rank() -> dict[str, int]:
+    return {f"ntkcheck.ntk{'.' + m if m else ''}": k for k, (_, mods) in enumerate(NTK_ORDER) for m in mods}
+
+
+def _ntk_upward(graph: dict[str, set[str]]) -> list[str]:
+    """Imports inside ``ntkcheck.ntk`` that point to a higher part of :data:`NTK_ORDER`."""
+    rank = _ntk_rank()
+    return [f"{m} ({NTK_ORDER[rank[m]][0]}) imports {t} ({NTK_ORDER[rank[t]][0]})"
+            for m in sorted(rank) for t in sorted(graph.get(m, ())) if t in rank and rank[t] > rank[m]]
+
+
+def test_every_ntk_module_has_a_part():
+    """A new module of ``ntkcheck/ntk/`` must be placed in :data:`NTK_ORDER` (and the order names no ghost)."""
+    ntk = {m for m in MODULES if m == "ntkcheck.ntk" or m.startswith("ntkcheck.ntk.")}
+    assert ntk == set(_ntk_rank())
+
+
+def test_ntk_parts_import_down():
+    """Inside ``ntk`` the parts form a DAG: features and the problem at the bottom, then the
+    certificate, the pipeline of ``gram()``, the heads, Prop. 8 (and user matrices on top)."""
+    assert _ntk_upward(GRAPH) == []
+
+
+def test_the_ntk_order_catches_a_planted_upward_import():
+    """The checker can fail: the features importing the certificate, or the certificate importing
+    the pipeline (the cycle a face that imports both would close), are reported."""
+    planted = {m: set(t) for m, t in GRAPH.items()}
+    planted["ntkcheck.ntk.gram_matrix.features"].add("ntkcheck.ntk.certificate.routes")
+    planted["ntkcheck.ntk.certificate.rounding"].add("ntkcheck.ntk.gram_matrix.pipeline")
+    assert _ntk_upward(planted) == [
+        "ntkcheck.ntk.certificate.rounding (the certificate) imports ntkcheck.ntk.gram_matrix.pipeline "
+        "(the pipeline of gram())",
+        "ntkcheck.ntk.gram_matrix.features (the Gram's inputs and linear algebra) imports "
+        "ntkcheck.ntk.certificate.routes (the certificate)",
+    ]
+
+
+# ------------------------------------------------------------------ names that hide a module
+
+#: packages outside ``ntk/`` that bind a submodule's name to something else (left to their owners;
+#: the list may only shrink): ``ntkcheck.strategies.heads`` is the strategy, not the module, etc.
+SHADOWED_ELSEWHERE = {
+    "ntkcheck.strategies.heads", "ntkcheck.convergence.eps_sweep", "ntkcheck.convergence.lipschitz_search",
+}
+
+
+def _shadowed(modules: dict[str, object]) -> set[str]:
+    """Submodules ``p.m`` whose package ``p`` has an attribute ``m`` that is not the module."""
+    out = set()
+    for name, mod in modules.items():
+        parent, _, child = name.rpartition(".")
+        if parent in modules and getattr(modules[parent], child, mod) is not mod:
+            out.add(name)
+    return out
+
+
+def test_no_package_attribute_shadows_a_submodule():
+    """A face that re-exports a function named like one of its modules (``prop8.crosscheck``)
+    makes ``ntkcheck.ntk.prop8.crosscheck.X`` (monkeypatch strings, ``mock.patch``) resolve to
+    the function: no package of ``ntk`` does it (elsewhere only the listed ones, which may shrink)."""
+    import importlib
+    import sys
+
+    for m in sorted(MODULES):
+        if not m.endswith("__main__"):  # a __main__ runs its command when imported
+            importlib.import_module(m)
+    loaded = {m: sys.modules[m] for m in MODULES if m in sys.modules}
+    assert _shadowed(loaded) == SHADOWED_ELSEWHERE
+    # the checker can fail: a face binding a function where a module of that name exists
+    import types
+
+    pkg, sub = types.ModuleType("p"), types.ModuleType("p.crosscheck")
+    pkg.crosscheck = lambda: None  # type: ignore[attr-defined]
+    assert _shadowed({"p": pkg, "p.crosscheck": sub}) == {"p.crosscheck"}

@@ -138,3 +138,25 @@ def test_the_ci_profile_is_the_same_on_every_worker_and_writes_no_database():
     from hypothesis import settings
 
     assert settings.default.derandomize and settings.default.database is None
+
+
+def test_the_plugin_is_hashed_by_identity():
+    """pytest keeps plugins in sets: a doctest under ntkcheck/ (outside tests/, so tests/conftest.py is
+    removed from its hook proxy) made pluggy hash every plugin, and an ``eq=True`` dataclass is
+    unhashable: the run ended in INTERNALERROR. Catches ``@dataclass`` without ``eq=False``."""
+    from suite_run import SuiteRun
+
+    a, b = SuiteRun(), SuiteRun()
+    assert len({a, b}) == 2 and a != b
+
+
+def test_every_ordered_module_exists_and_is_one_group():
+    """A module whose tests read what an earlier test recorded runs whole on one worker: its group is
+    its own path (else under xdist the later test lands on another worker and skips, which counts as
+    not held). Catches ORDERED dropped from group_of, or a stale path in it."""
+    from suite_run import ORDERED, group_of
+
+    root = HERE.parent
+    for module in ORDERED:
+        assert (root / module).is_file(), module
+        assert group_of(f"{module}::test_x", root) == module

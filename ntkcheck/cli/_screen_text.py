@@ -1,7 +1,7 @@
 """What ``ntkcheck screen`` and ``ntkcheck gram`` print, and the exit status they return.
 
 Built from the fields of :class:`~ntkcheck.screening.ScreenReport` and
-:class:`~ntkcheck.ntk.gram_matrix.pipeline.GramResult` (no reprs): long vectors are summarised
+:class:`~ntkcheck.ntk.gram_matrix.result.GramResult` (no reprs): long vectors are summarised
 (:func:`~ntkcheck.cli._text.vector_summary`), the report ends with a bottom line and the next
 step, and :func:`structured` turns the library's free-text JSON values into values.
 """

@@ -5,20 +5,17 @@ cluster: the same three rigorous steps, joined by Weyl's inequality, with the Gr
 the client (derivations: ``theory/certificates.md``, "Certified positivity at scale" and "The
 blocked Cholesky on the workers").
 
-1. **Enclosure, per tile.** Each product task returns, beside its partial tile
-   :math:`(\hat F_c)_I (\hat F_c)_J^T`, the action of that tile's entrywise rounding bound
-   :math:`|\hat F_c|_I |\hat F_c|_J^T` on the Collatz-Wielandt vector ``v`` (both triangles'
-   parts for an off-diagonal tile), summed with the tile on the workers; the client adds the
-   ``M``-vectors into :math:`w \ge |\hat F||\hat F|^T v` and bounds
-   :math:`\rho \ge \rho(|\hat F||\hat F|^T)` by :math:`\max_i w_i / v_i`. ``v`` is the serial
-   one (power steps on the first serial head block of :math:`|\hat F|`), the feature radii
+1. **Enclosure.** The radius of the serial route, term for term
+   (:func:`~ntkcheck.ntk.certificate.rounding.radius_terms`): :math:`\rho \ge \rho(|\hat F||\hat F|^T)`
+   from the trace of the tiles (their diagonal comes to the client), the feature radii
    :math:`E \ge \|\hat F - F\|_F` the serial ones (:func:`~ntkcheck.ntk.certificate.rounding.feature_radius_sq`,
-   per law and head); radius :math:`\gamma_K \rho + 2 E \sqrt\rho + E^2` as in the serial route.
+   per law and head); radius :math:`\gamma_K \rho + 2 E \sqrt\rho + E^2`. (The product tasks still
+   return the Collatz-Wielandt parts of an earlier, tighter bound on :math:`\rho`; they are not read.)
 2. **Rump's criterion on the workers:** the blocked Cholesky of :math:`\mathrm{fl}(\hat G - tI)`
    (:func:`ntkcheck.distributed._tiled.cholesky`); when it runs to completion,
    :math:`\lambda_{\min}(\hat G) \ge t - \frac{\gamma_{n+1}}{1-\gamma_{n+1}}\operatorname{tr}(\hat G - tI)
    - u \max_i |\hat g_{ii} - t|` minus the underflow allowance (the same function as the serial
-   route, :func:`~ntkcheck.ntk.certificate.rounding.rump_allowance`).
+   route, :func:`~ntkcheck.ntk.gram_matrix.cholesky.rump_allowance`).
 3. ``t`` **as the serial route chooses it:** one factorisation of :math:`\hat G`, a Lanczos
    estimate :math:`\hat\lambda` of :math:`\lambda_{\min}` (ARPACK on :math:`\hat G^{-1}` through
    the tiled factor, the serial starting vector and tolerance), then ``t = 0.9``, ``0.5``,
@@ -100,35 +97,13 @@ class TiledEnclosure:
 
 def enclosure(client: Any, G: Tiles, w_parts: dict[tuple[int, int], tuple[np.ndarray, np.ndarray | None]],
               v: np.ndarray, e2: np.ndarray, dmax: float, K: int, H: int) -> TiledEnclosure:
-    r"""The radius of the serial route from the tiles' Collatz-Wielandt parts.
-
-    ``w_parts[(i, j)]`` is the tile's :math:`(|\hat F|_I |\hat F|_J^T v_J, |\hat F|_J |\hat F|_I^T v_I)`
-    (the second None on the diagonal). Every :math:`w_r` is a sum of nonnegative products
-    :math:`|f_{rk}| |f_{sk}| v_s` formed in some order: inner sums over the ``<= M`` rows of a
-    tile, outer over the ``<= K`` columns of a sub-block, then the sub-blocks of a task, the head
-    blocks of a tile (together ``<= 2 H``) and the ``p`` tiles of a row, so its relative rounding
-    is below :math:`\gamma_{M + K + 2H + p + 2}`.
-    """
-    M, p = G.n, G.p
-    w = np.zeros(M)
-    for (i, j) in sorted(w_parts):  # a fixed order of the client's sums
-        wi, wj = w_parts[i, j]
-        w[G.offsets[i]:G.offsets[i + 1]] += wi
-        if wj is not None:
-            w[G.offsets[j]:G.offsets[j + 1]] += wj
+    r"""The radius of the serial route, term for term
+    (:func:`~ntkcheck.ntk.certificate.rounding.radius_terms`): the rounding of the product bounded
+    through the trace of ``G`` (its diagonal, gathered here) and the feature radii ``e2``, ``dmax``.
+    ``w_parts`` and ``v``, the Collatz-Wielandt sums of an earlier bound, are not read."""
     diag = _tiled.diagonal(client, G)
-    S = rnd._SAFE
-    rho = float(np.max(w / v)) * (1.0 + rnd.gamma(M + K + 2 * H + p + 2)) * S
-    E = math.sqrt(float(np.sum(e2)) * (1.0 + rnd.gamma(M + 2))) * S
-    rounding = rnd.gamma(K) * rho * S
-    feats = (2.0 * E * math.sqrt(rho) + E * E) * S
-    radius = (rounding + feats) * S
-    why = None
-    if not (dmax <= rnd.DELTA_MAX and math.isfinite(radius)):
-        why = (f"the proved rounding of the attention scores reaches {dmax:.3g} (> {rnd.DELTA_MAX:g}): the float64 "
-               "enclosure of the softmax weights says nothing there")
-        radius = math.inf
-    return TiledEnclosure(G, diag, radius, rounding, feats, why)
+    r = rnd.radius_terms(e2, dmax, diag, K)
+    return TiledEnclosure(G, diag, r.radius, r.rounding, r.features, r.why)
 
 
 # ---------------------------------------------------------------------- Lanczos

@@ -16,7 +16,7 @@ whole samples: a sample's atoms are contiguous rows) and a task computes one til
 are summed **on the workers**: a pairwise tree of fixed shape (``reduce="tree"``, depth
 :math:`\lceil\log_2 B\rceil` for ``B`` head blocks) or a left fold in head order
 (``reduce="ordered"``, the order of the serial
-:func:`~ntkcheck.ntk.gram_matrix.pipeline._gram_accumulated`). The additions run at a higher
+:func:`~ntkcheck.ntk.gram_matrix.accumulate.accumulate`). The additions run at a higher
 priority than the products (Dask runs ready tasks of higher priority first), so finished
 partials are folded in as soon as their partner exists rather than after every product; only the ``p (p + 1) / 2`` summed tiles travel to the
 client, one by one, into the lower triangle of ``G``. The laws (per row block) and the
@@ -73,7 +73,7 @@ from ..ntk.certificate.routes import (
     MAX_CERTIFY_TOKENS,
     GramCertificate,
     PositivityCertificate,
-    _positivity_for_values_given,
+    positivity_carried,
 )
 from ..ntk.gram_matrix.features import (
     DEFAULT_CHUNK,
@@ -83,15 +83,9 @@ from ..ntk.gram_matrix.features import (
     _head_block,
     init_heads,
 )
-from ..ntk.gram_matrix.pipeline import (
-    MAX_EIGENVALUES,
-    RESOLUTION_EIGH,
-    GramResult,
-    SampleSize,
-    _extremal_eigh,
-    merge_note,
-    spectrum_status,
-)
+from ..ntk.gram_matrix.problem import MAX_EIGENVALUES, SampleSize, merge_note, rounded_inputs
+from ..ntk.gram_matrix.result import GramResult
+from ..ntk.gram_matrix.spectrum import RESOLUTION_EIGH, _extremal_eigh, spectrum_status
 from . import _certified, _deadline, _tiled
 from ._accumulate import _block_features as _block_features  # noqa: F401  (tests and the benchmark use it)
 from ._accumulate import _row_blocks, _submit
@@ -297,6 +291,14 @@ def _tiled_run(cl: Any, laws: Sequence[Empirical], heads: Heads, ranges: list[tu
     return _certified.enclosure(cl, G, w_parts, v, e2, dmax, H * heads.dim, H), n_tasks
 
 
+def _positivity_for_values_given(laws: Sequence[Empirical], heads: Heads,
+                                 pc: PositivityCertificate) -> PositivityCertificate:
+    """The tiles' bound, proved for the inputs' nearest doubles, as a statement about the values given:
+    carried over through the proved rounding radius or refused, as the serial route does
+    (:func:`~ntkcheck.ntk.certificate.routes.positivity_carried`)."""
+    return positivity_carried(laws, heads, rounded_inputs(laws, heads), pc)
+
+
 def _certify_on_workers(cl: Any, laws: Sequence[Empirical], heads: Heads, enc: Any, shift: float | None,
                         notes: list[str]) -> tuple[GramResult, PositivityCertificate | None, float | None, int]:
     """Rump's criterion on the tiles (unless ``H d < M``), ``lambda_max`` by Lanczos, the result."""
@@ -388,7 +390,7 @@ def distributed_gram(
         ``p (p + 1) / 2 >= workers`` there is no reduction at all: one task per tile.
     reduce : {"tree", "ordered"}
         Pairwise tree on the workers, or a left fold in head order (the serial order: bit for
-        bit equal to ``_gram_accumulated`` when the blocks are the same, ``tiles = 1`` and each
+        bit equal to the serial ``accumulate`` when the blocks are the same, ``tiles = 1`` and each
         block's product is one BLAS dot product).
     keep_matrix : bool
         Keep the symmetric ``(M, M)`` Gram (``M <= 4096``) in ``result.gram.matrix`` (not with

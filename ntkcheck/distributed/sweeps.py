@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from .._budget import scope
+from .._figures import save_figure
 from .._precision import PRECISION_LOCK
 from .._progress import progress_bar
 from .._records import restore
@@ -264,14 +265,7 @@ class SweepResult:
                          fontsize=9)
         fig.suptitle("NTK Gram at FixUp, median over seeds (? = not every seed certified)", fontsize=10)
         fig.tight_layout()
-        out = Path(path)
-        try:
-            fig.savefig(out, dpi=110)
-        except OSError as exc:
-            raise InputError(f"{out}: cannot write the plot ({exc})") from None
-        finally:
-            plt.close(fig)
-        return out
+        return save_figure(fig, path)
 
 
 # ------------------------------------------------------------------------------ tasks

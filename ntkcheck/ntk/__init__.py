@@ -1,13 +1,29 @@
-"""The attention NTK at FixUp initialisation (V = 0 on every head).
+"""The attention NTK at FixUp initialisation (V = 0 on every head), in four subpackages by concept.
 
-What lives here: heads and attention features (``features``), the Gram matrix on the
-distinct atoms of each sample and its spectrum (``gram_matrix``) with its certificate (``certificate``: Arb, a preconditioned float64
-bound, or a verified Cholesky, each a rigorous lower bound on ``lambda_min``), the named dependence structures of a data set (``relations``, exact
-helpers in ``_exact``) with the Gram kernel they predict (``structure``), and the
-cross-check of the Gram against the CGF verdict, seed 003 Prop. 8 (``crosscheck``), the rank
-of the Gram of ``H`` heads and the kernel it predicts (``head_rank``), the head count of a
-screening (``head_search``), and the certificate of the head law's NTK, ``H`` = infinity
-(``head_law``).
+* :mod:`~ntkcheck.ntk.gram_matrix`: the heads and their attention features (``features``), the
+  Gram on the distinct atoms of each sample and the pipeline of :func:`gram` that a reader walks
+  once, top-down: the samples and heads validated into one problem (``problem``), the features and
+  the Gram accumulated over head blocks (``accumulate``), its spectrum (``spectrum``, Lanczos steps
+  in ``extremal`` on the Cholesky work array of ``cholesky``), the certificate, the result
+  (``result``);
+* :mod:`~ntkcheck.ntk.certificate`: what proves a bound on ``lambda_min`` (Arb, a preconditioned
+  float64 bound, or a verified Cholesky, each rigorous): the rounding radii (``rounding``), the
+  values the user gave (``inputs``), the routes (``routes``, ``arb_fast``), the cascade that
+  certifies :func:`gram` (``cascade``), a useful rate (``useful_rate``), matrices made elsewhere
+  (``matrix_input``, ``exact_matrix``, ``user_matrix``) and Jacobians (``jacobian``);
+* :mod:`~ntkcheck.ntk.heads`: the rank of the Gram of ``H`` heads and the kernel it predicts
+  (``rank``), the head count of a screening (``search``), the certificate of the head law's NTK,
+  ``H`` = infinity (``law``, its rounds in ``rounds``, ``accumulate``, ``preconditioner``,
+  ``tail_bounds``, ``head_range``, ``span_reduction``, ``draw_rounding``);
+* :mod:`~ntkcheck.ntk.prop8`: the named dependence structures of a data set (``relations``, exact
+  helpers in ``exact``, ``structure``), the kernel vector they predict (``prediction``), Prop. 8's
+  hypothesis on the head law (``hypotheses``) and the cross-check of the Gram against the CGF verdict, seed 003 Prop. 8 (``crosscheck``).
+
+Inside ``ntk`` imports point down this order (``tests/test_layout.py``): the Gram's inputs and
+linear algebra (``gram_matrix``: ``features``, ``_sizes``, ``problem``, ``cholesky``, ``extremal``,
+``accumulate``), then ``certificate``, then the pipeline (``gram_matrix``: ``spectrum``, ``result``,
+``pipeline``), then ``heads``, then ``prop8``, and the matrices made elsewhere (``certificate``:
+``matrix_input``, ``exact_matrix``, ``user_matrix``, ``jacobian``) on top.
 
 May import: :mod:`ntkcheck.independence`, :mod:`ntkcheck.cgf` and the base modules.
 """
@@ -15,64 +31,64 @@ May import: :mod:`ntkcheck.independence`, :mod:`ntkcheck.cgf` and the base modul
 from __future__ import annotations
 
 # certificate
-from .certificate.routes import GramCertificate as GramCertificate
-from .certificate.routes import PositivityCertificate as PositivityCertificate
-from .certificate.routes import certify_gram_enclosure as certify_gram_enclosure
-from .certificate.routes import certify_lambda_min as certify_lambda_min
-from .certificate.routes import certify_positive as certify_positive
-from .certificate.routes import gram_matrix_arb as gram_matrix_arb
-
-# features
-from .gram_matrix.features import Heads as Heads
-from .gram_matrix.features import attention_features as attention_features
-from .gram_matrix.features import init_heads as init_heads
-from .gram_matrix.pipeline import POSITIVE_REL as POSITIVE_REL
-from .gram_matrix.pipeline import RESOLUTION_EIGH as RESOLUTION_EIGH
-from .gram_matrix.pipeline import RESOLUTION_SVD as RESOLUTION_SVD
+from .certificate import GramCertificate as GramCertificate
+from .certificate import PositivityCertificate as PositivityCertificate
+from .certificate import certify_gram_enclosure as certify_gram_enclosure
+from .certificate import certify_lambda_min as certify_lambda_min
+from .certificate import certify_positive as certify_positive
+from .certificate import gram_matrix_arb as gram_matrix_arb
 
 # gram_matrix
-from .gram_matrix.pipeline import GramResult as GramResult
-from .gram_matrix.pipeline import SampleSize as SampleSize
-from .gram_matrix.pipeline import gram as gram
-from .gram_matrix.pipeline import merge_note as merge_note
+from .gram_matrix import POSITIVE_REL as POSITIVE_REL
+from .gram_matrix import RESOLUTION_EIGH as RESOLUTION_EIGH
+from .gram_matrix import RESOLUTION_SVD as RESOLUTION_SVD
+from .gram_matrix import GramResult as GramResult
 
-# head law (H = infinity)
-from .heads.law import HeadLawBound as HeadLawBound
-from .heads.law import HeadLawRound as HeadLawRound
-from .heads.law import head_law_bound as head_law_bound
+# features
+from .gram_matrix import Heads as Heads
+from .gram_matrix import SampleSize as SampleSize
+from .gram_matrix import attention_features as attention_features
+from .gram_matrix import gram as gram
+from .gram_matrix import init_heads as init_heads
+from .gram_matrix import merge_note as merge_note
 
 # rank of the Gram of H heads
-from .heads.rank import AtomSpan as AtomSpan
-from .heads.rank import HeadsKernel as HeadsKernel
-from .heads.rank import Saturation as Saturation
-from .heads.rank import atom_span as atom_span
-from .heads.rank import default_head_count as default_head_count
-from .heads.rank import heads_kernel as heads_kernel
-from .heads.rank import saturation as saturation
+from .heads import AtomSpan as AtomSpan
 
 # head count of a screening
-from .heads.search import HeadAttempt as HeadAttempt
-from .heads.search import HeadSearch as HeadSearch
-from .heads.search import search_heads as search_heads
-from .prop8.crosscheck import KERNEL_RTOL as KERNEL_RTOL
-from .prop8.crosscheck import CrosscheckResult as CrosscheckResult
-from .prop8.crosscheck import KernelComparison as KernelComparison
+from .heads import HeadAttempt as HeadAttempt
+
+# head law (H = infinity)
+from .heads import HeadLawBound as HeadLawBound
+from .heads import HeadLawRound as HeadLawRound
+from .heads import HeadSearch as HeadSearch
+from .heads import HeadsKernel as HeadsKernel
+from .heads import Saturation as Saturation
+from .heads import atom_span as atom_span
+from .heads import default_head_count as default_head_count
+from .heads import head_law_bound as head_law_bound
+from .heads import heads_kernel as heads_kernel
+from .heads import saturation as saturation
+from .heads import search_heads as search_heads
 
 # crosscheck
-from .prop8.crosscheck import KernelPrediction as KernelPrediction
-from .prop8.crosscheck import crosscheck as crosscheck
-from .prop8.crosscheck import kernel_residual as kernel_residual
-from .prop8.crosscheck import predicted_kernel_vector as predicted_kernel_vector
-from .prop8.crosscheck import subspace_residual as subspace_residual
-
-# relations
-from .prop8.relations import Relation as Relation
-from .prop8.relations import find_relations as find_relations
+from .prop8 import KERNEL_RTOL as KERNEL_RTOL
+from .prop8 import CrosscheckResult as CrosscheckResult
 
 # structure
-from .prop8.structure import DependenceStructure as DependenceStructure
-from .prop8.structure import dependence_structure as dependence_structure
-from .prop8.structure import kernel_dimension as kernel_dimension
+from .prop8 import DependenceStructure as DependenceStructure
+from .prop8 import KernelComparison as KernelComparison
+from .prop8 import KernelPrediction as KernelPrediction
+
+# relations
+from .prop8 import Relation as Relation
+from .prop8 import dependence_structure as dependence_structure
+from .prop8 import find_relations as find_relations
+from .prop8 import kernel_dimension as kernel_dimension
+from .prop8 import kernel_residual as kernel_residual
+from .prop8 import predicted_kernel_vector as predicted_kernel_vector
+from .prop8 import subspace_residual as subspace_residual
+from .prop8.crosscheck import crosscheck as crosscheck
 
 __all__ = [
     'Heads',

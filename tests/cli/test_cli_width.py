@@ -161,3 +161,18 @@ def test_verify_fits_at_d384(capsys, d384, tmp_path):
     capsys.readouterr()
     verify.main([str(cert)])
     _check(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("columns, width", [(None, 100), ("60", 60), ("20", 40), ("wide", 100)])
+def test_reports_follow_a_narrower_columns(columns, width, capsys, monkeypatch):
+    """A report wraps at 100 columns, or at ``COLUMNS`` when that is narrower (never below 40; a value
+    that is no number is ignored). Counted on the bundled screening's printed lines: every line within
+    ``width``, and one within 8 characters of it (the report uses the room it has). Catches COLUMNS
+    ignored (lines up to 100 at COLUMNS=60), or followed when wider or below the floor."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert main(["screen", "--no-certify", "--head-law-seconds", "0"]) == 1
+    lengths = [len(line) for line in capsys.readouterr().out.splitlines()]
+    assert max(lengths) <= width and max(lengths) > width - 8, (columns, max(lengths))

@@ -193,18 +193,18 @@ def client(cluster):
 def test_ordered_fold_equals_serial_accumulation_bit_for_bit(client, monkeypatch):
     """Same head blocks, same order: the left fold on the workers IS the serial sum.
 
-    ``_gram_accumulated`` picks its block from ``features._GRAM_BLOCK``; patched to 1 it uses the
-    minimum, ceil(256 / d) = 128 heads at d = 2, so H = 512 gives 4 blocks of 256 columns each.
+    The serial accumulation (``enclosed_gram``) picks its block from ``features._GRAM_BLOCK``;
+    patched to 1 it uses the minimum, ceil(256 / d) = 128 heads at d = 2, so H = 512 gives 4 blocks of 256 columns each.
     Each block's product is one uninterrupted BLAS dot product on this OpenBLAS (k <= 256), so
     syrk into G and syrk then add round identically: compared with ``==``, no tolerance."""
+    from ntkcheck.ntk.certificate import rounding as rnd
     from ntkcheck.ntk.gram_matrix import features as ft
-    from ntkcheck.ntk.gram_matrix import pipeline as gm
 
     laws = _laws(16, 4, 2, seed=1)
     heads = init_heads(512, 2, seed=3)
     monkeypatch.setattr(ft, "_GRAM_BLOCK", 1)
     assert ft._head_block(64, 512, 2) == 128
-    serial_G = gm._gram_accumulated(laws, heads, gm.DEFAULT_CHUNK, False)
+    serial_G = rnd.enclosed_gram(laws, heads, ft.DEFAULT_CHUNK, bound=False).G
     r = distributed_gram(laws, heads, client=client, chunk_heads=128, reduce="ordered", keep_matrix=True)
     assert (r.head_blocks, r.tiles, r.tasks) == (4, 1, 7)  # 4 products, 3 additions
     assert np.array_equal(np.tril(r.gram.matrix), np.tril(serial_G))
@@ -252,8 +252,8 @@ def test_reordered_sums_within_gamma_bound_of_exact_gram(client, monkeypatch, re
     or sub-block, or misplacing a tile, moves entries by far more. ``inner``: the serial block
     is forced to its minimum (128 heads at d = 2), so a task of 200 heads accumulates two
     sub-blocks (128 + 72) in place. The serial accumulation obeys the same bound."""
+    from ntkcheck.ntk.certificate import rounding as rnd
     from ntkcheck.ntk.gram_matrix import features as ft
-    from ntkcheck.ntk.gram_matrix import pipeline as gm
 
     if inner:
         monkeypatch.setattr(ft, "_GRAM_BLOCK", 1)
@@ -272,7 +272,7 @@ def test_reordered_sums_within_gamma_bound_of_exact_gram(client, monkeypatch, re
     absF = np.abs(Fi)
     bound = absF @ absF.T
     g = Fraction(_gamma(F.shape[1]))
-    serial = gm._gram_accumulated(laws, heads, gm.DEFAULT_CHUNK, False)
+    serial = rnd.enclosed_gram(laws, heads, ft.DEFAULT_CHUNK, bound=False).G
     M = F.shape[0]
     for G in (r.gram.matrix, serial):
         worst = max(abs(Fraction(float(G[i, j])) * 2 ** (2 * S) - exact[i, j]) / (g * bound[i, j])

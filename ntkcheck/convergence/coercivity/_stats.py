@@ -57,7 +57,7 @@ def spec_up(A: np.ndarray, err: np.ndarray | float = 0.0) -> np.ndarray:
     :math:`\|A\|_2^2 \le t` when :math:`tI - A^\top A` is positive definite; with
     :math:`\hat G = \mathrm{fl}(A^\top A)` (error at most :math:`\gamma_a |A|^\top|A|` entrywise) this is proved
     by a float64 Cholesky of :math:`tI - \hat G - sI` that runs to completion, ``s`` the product's
-    rounding plus Rump's allowance (:func:`ntkcheck.ntk.certificate.rounding.rump_allowance`). ``t`` is the
+    rounding plus Rump's allowance (:func:`ntkcheck.ntk.gram_matrix.cholesky.rump_allowance`). ``t`` is the
     computed largest eigenvalue widened by :math:`10^{-8}`; a stack entry whose Cholesky fails
     falls back on the Frobenius norm.
     """

@@ -8,7 +8,7 @@ above it. This route works with the *singular values* of ``F`` instead, where ev
 error enters linearly: :math:`\sigma_{\min}(F)/\|F\| \approx 10^{-7}` there, eight digits
 above the rounding.
 
-1. :math:`\hat F` (float64, :func:`~ntkcheck.ntk.gram_matrix.features._features`) with the proved
+1. :math:`\hat F` (float64, :meth:`GramProblem.features <ntkcheck.ntk.gram_matrix.problem.GramProblem.features>`) with the proved
    radius :math:`\|\hat F - F\|_2 \le \|\hat F - F\|_F \le \varepsilon_F = (\sum_r e2_r)^{1/2}` of
    :func:`ntkcheck.ntk.certificate.rounding.feature_radius_sq` (valid while the proved rounding of the
    scores is at most 1), and :math:`\sigma_{\min}(F) \ge \sigma_{\min}(\hat F) - \varepsilon_F` (Weyl);
@@ -40,23 +40,20 @@ QR for computing the QR factorization of ill-conditioned matrices", SIAM J. Sci.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
 
-from ...cgf.empirical import Empirical
-from ..gram_matrix.features import Heads, _atom_count, _features
-from . import rounding as rnd
+from ..gram_matrix.cholesky import _SAFE, _TINY, U
+from ..gram_matrix.cholesky import gamma as _gamma
+from ..gram_matrix.features import Heads
+from ..gram_matrix.problem import GramProblem
+from .rounding import DELTA_MAX, feature_radius_sq
 
-__all__ = ["FastBound", "preconditioned_bound", "sigma_min_lower"]
+__all__ = ["FastBound", "preconditioned_bound", "problem_bound", "sigma_min_lower"]
 
-U = 2.0**-53
-#: relative inflation of every bound evaluated in floating point (short sums of positive terms)
-_SAFE = 1.0 + 1e-10
-#: absolute allowance for underflow per computed quantity (see ntkcheck.ntk.certificate.rounding)
-_TINY = 2.0**-1000
 #: entries of the nonnegative matrices in Collatz-Wielandt bounds are raised to at least this:
 #: a product of four of them and of v >= 1e-3 stays a normal float (no underflow to account for)
 _FLOOR = 2.0**-250
@@ -66,12 +63,6 @@ MAX_ROUNDS = 6
 _ETA_STOP = 0.25
 #: the route holds ``F``, ``X F`` and one absolute copy (``M x K`` each): at most this many entries
 MAX_FEATURE_ENTRIES = 1 << 26
-
-
-def _gamma(k: int) -> float:
-    r""":math:`\gamma_k = k u / (1 - k u)` (Higham Sec. 3.1), inflated by ``_SAFE``."""
-    ku = k * U
-    return math.inf if ku >= 0.5 else ku / (1.0 - ku) * _SAFE
 
 
 def _abs_gram_norm(A: np.ndarray, iters: int = 4) -> float:
@@ -284,22 +275,26 @@ def sigma_min_lower(F: np.ndarray, eps_F: float) -> FastBound:
                          f"rounds, ||YY^T - I|| <= {eta:.2g}), ||F^ - F||_2 <= {eps_F:.3g}", sig, eps_F, eta, rounds)
 
 
-def preconditioned_bound(laws: Sequence[Empirical], heads: Heads) -> FastBound:
+def preconditioned_bound(samples: Any, heads: Heads) -> FastBound:
+    """:func:`problem_bound` of the samples and heads given (validated here)."""
+    return problem_bound(GramProblem.of(samples, heads))
+
+
+def problem_bound(problem: GramProblem) -> FastBound:
     r"""Rigorous lower bound on :math:`\lambda_{\min}(W^{1/2} K W^{1/2})` (on distinct atoms) from the
-    float64 features :math:`\hat F` and their proved radius
+    float64 features :math:`\hat F` of the validated ``problem`` and their proved radius
     :math:`\|\hat F - F\|_2 \le \|\hat F - F\|_F \le (\sum_r e2_r)^{1/2}`
     (:func:`ntkcheck.ntk.certificate.rounding.feature_radius_sq`), or a refusal (fewer feature columns than
     atoms, a score rounding bound above ``DELTA_MAX``, or below resolution)."""
-    M = _atom_count(laws)
-    K = heads.count * heads.dim
+    M, K = problem.M, problem.K
     if K < M:
         return FastBound(None, f"H d = {K} < M = {M}: the Gram is singular by size", None, 0.0, None, 0)
     if M * K > MAX_FEATURE_ENTRIES:
         return FastBound(None, f"F has {M} x {K} entries, above {MAX_FEATURE_ENTRIES} (three copies are held): "
                                "not attempted", None, 0.0, None, 0)
-    e2, _, dmax = rnd.feature_radius_sq(laws, heads)
+    e2, _, dmax = feature_radius_sq(problem, problem.heads)
     eps_F = math.sqrt(float(np.sum(e2)) * (1.0 + _gamma(M + 2))) * _SAFE
-    if not (dmax <= rnd.DELTA_MAX and math.isfinite(eps_F)):
-        return FastBound(None, f"the proved rounding of the attention scores reaches {dmax:.3g} (> {rnd.DELTA_MAX:g}): "
+    if not (dmax <= DELTA_MAX and math.isfinite(eps_F)):
+        return FastBound(None, f"the proved rounding of the attention scores reaches {dmax:.3g} (> {DELTA_MAX:g}): "
                                "the float64 enclosure of the features says nothing there", None, eps_F, None, 0)
-    return sigma_min_lower(_features(laws, heads), eps_F)
+    return sigma_min_lower(problem.features(), eps_F)

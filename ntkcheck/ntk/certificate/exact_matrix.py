@@ -30,6 +30,9 @@ from fractions import Fraction
 import numpy as np
 from flint import fmpz_mat, nmod_mat
 
+from ... import _budget
+from ..._memory import available_memory, format_bytes
+
 __all__ = ["exact_integers", "integer_bits", "rank_cost", "exact_rank", "exact_inertia", "Inertia",
            "negative_form", "negative_form_exact", "fraction_down", "MAX_EXACT_RANK", "MAX_EXACT_MINORS"]
 
@@ -89,6 +92,22 @@ def rank_cost(n: int, bits: int) -> tuple[float, float]:
     seconds = _RANK_SECONDS_200 * (n / 200.0) ** 4 * (bits / 140.0)
     nbytes = 0.3 * n**3 * bits / 8 + n * n * (bits / 8 + 100)
     return seconds, nbytes
+
+
+def rank_fits(seconds: float, nbytes: float, skipped: list[str], what: str = "") -> bool:
+    """Whether an exact rank estimated at ``seconds`` and ``nbytes`` fits the memory available and the
+    time budget left; if not, the sentence naming the skipped step (``what``: e.g. its integer size)
+    is appended to ``skipped``."""
+    avail = available_memory()
+    if nbytes > avail:
+        skipped.append(f"exact rank: it would need about {format_bytes(nbytes)} of memory{what}, more than the "
+                       f"{format_bytes(avail)} available")
+        return False
+    if not _budget.fits(seconds):
+        skipped.append(f"exact rank: estimated at {seconds:.0f} s{what}, more than the "
+                       f"{_budget.current().remaining():.0f} s left of the time budget")
+        return False
+    return True
 
 
 def exact_rank(M: fmpz_mat) -> int:

@@ -30,42 +30,23 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
 from ...cgf.empirical import Empirical
+from ..gram_matrix.cholesky import _SAFE, U
 from ..gram_matrix.features import Heads
-from . import rounding as rnd
+from .rounding import _norm_up
 
-__all__ = ["rounded_inputs", "rounding_radius", "carried_over", "exactly_singular", "status_with_certificate"]
+__all__ = ["rounding_radius", "carried_over", "exactly_singular"]
 
-U = 2.0**-53
 #: the absolute rounding of a value in the subnormal range (half the smallest subnormal, inflated)
 _ETA = 2.0**-1074
-#: relative inflation of every bound evaluated in floating point (short sums of positive terms)
-_SAFE = 1.0 + 1e-10
 #: the exact singularity check is attempted only below this many float64 flops (pairs x heads x d^2)
 SINGULAR_CHECK_FLOPS = 2e8
 #: and verifies at most this many candidate pairs in Fraction arithmetic, each of at most this cost
 SINGULAR_CHECK_PAIRS = 16
 SINGULAR_PAIR_OPS = 2_000_000
-
-
-def rounded_inputs(laws: Sequence[Empirical], heads: Heads | None = None) -> str | None:
-    """Which inputs hold values that are not doubles, as the start of a sentence ("samples 0, 3 and
-    the heads hold values that are not doubles"), or None when every value given is a double."""
-    idx = [i for i, law in enumerate(laws) if law.rounded]
-    parts = []
-    if idx:
-        shown = ", ".join(str(i) for i in idx[:8]) + (f" and {len(idx) - 8} more" if len(idx) > 8 else "")
-        parts.append(f"sample{'s' if len(idx) > 1 else ''} {shown}")
-    if heads is not None and heads.rounded:
-        parts.append("the heads")
-    if not parts:
-        return None
-    one = len(parts) == 1 and len(idx) <= 1
-    return f"{' and '.join(parts)} {'holds' if one and idx else 'hold'} values that are not doubles"
 
 
 def rounding_radius(laws: Sequence[Empirical], heads: Heads) -> float:
@@ -94,11 +75,11 @@ def rounding_radius(laws: Sequence[Empirical], heads: Heads) -> float:
     lr = np.array([law.rounded for law in laws])
     if not lr.any() and not heads.rounded:
         return 0.0
-    R_hat = np.array([float(np.max(rnd._norm_up(law.atoms))) for law in laws])
+    R_hat = np.array([float(np.max(_norm_up(law.atoms))) for law in laws])
     delta = np.where(lr, (U * R_hat + d * _ETA) * _SAFE, 0.0)
     R = (R_hat + delta) * _SAFE
-    q = rnd._norm_up(heads.Q.reshape(heads.count, -1))
-    bn = rnd._norm_up(heads.b)
+    q = _norm_up(heads.Q.reshape(heads.count, -1))
+    bn = _norm_up(heads.b)
     if heads.rounded:
         dQ = (U * q + d * _ETA) * _SAFE
         db = (U * bn + d * _ETA) * _SAFE
@@ -176,15 +157,3 @@ def exactly_singular(laws: Sequence[Empirical], heads: Heads) -> tuple[str, tupl
                     f"for all {H} heads, in exact rational arithmetic), so their feature rows are proportional: "
                     "the Gram is exactly singular", (i, a, b))
     return None
-
-
-def status_with_certificate(status: str, float64_positive: bool, cert: Any) -> tuple[str, list[str]]:
-    """A Gram's status once its certificate ``cert`` (a ``GramCertificate``) is known: ``"positive"``
-    when it proves positivity, ``"singular"`` when it proves singularity exactly, else ``status``
-    (what float64 saw); and the note that says so."""
-    if cert.positive:
-        return "positive", [f"positivity certified ({cert.how})"]
-    if cert.kind == "exactly-singular":
-        return "singular", [f"singular, proved: {cert.detail}"]
-    return status, [f"certification inconclusive: {cert.detail}" +
-                    ("; positivity is seen in float64 only" if float64_positive else "")]

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ... import _budget
-from ..._memory import available_memory, format_bytes, require_memory
+from ..._memory import require_memory
 from ..._progress import StepBar
 from . import exact_matrix as ex
 from .arb_fast import sigma_min_lower
@@ -90,14 +90,7 @@ def _exact_kernel(prep: PreparedMatrix, bar: StepBar, known: dict[str, Any],
     bits = 2 * ex.integer_bits(prep.A) + max(n, p).bit_length()
     seconds, nbytes = ex.rank_cost(m, bits)
     nbytes += n * p * (bits / 16 + 100)
-    avail = available_memory()
-    if nbytes > avail:
-        skipped.append(f"exact rank: it would need about {format_bytes(nbytes)} of memory, more than the "
-                       f"{format_bytes(avail)} available")
-        return None
-    if not _budget.fits(seconds):
-        skipped.append(f"exact rank: estimated at {seconds:.0f} s, more than the {_budget.current().remaining():.0f} s "
-                       "left of the time budget")
+    if not ex.rank_fits(seconds, nbytes, skipped):
         return None
     bar.start("exact rank of J", seconds)
     Z, _ = ex.exact_integers(prep.A)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -38,11 +39,14 @@ from ..._records import restore
 from ...cgf.empirical import Empirical, as_laws
 from ...errors import InputError, PrecisionError
 from ...independence._arb_cost import SMALL_N, arb_inverse_seconds
+from ..gram_matrix.accumulate import accumulate
+from ..gram_matrix.cholesky import SymmetricWork, U, rump_allowance
 from ..gram_matrix.extremal import smallest
-from ..gram_matrix.features import DEFAULT_CHUNK, Heads, _as_chunk, _as_heads, _atom_count
-from . import rounding as rnd
-from .arb_fast import preconditioned_bound
-from .inputs import carried_over, rounded_inputs, rounding_radius
+from ..gram_matrix.features import DEFAULT_CHUNK, Heads, _as_heads
+from ..gram_matrix.problem import GramProblem
+from .arb_fast import problem_bound
+from .inputs import carried_over, rounding_radius
+from .rounding import gram_radius
 
 __all__ = [
     "GramCertificate",
@@ -230,14 +234,13 @@ def certify_lambda_min(samples: Any, heads: Heads, *, max_bits: int = 2048, star
     >>> certify_lambda_min([x], init_heads(4, 2, seed=0), method="preconditioned").kind
     'float64-preconditioned'
     """
-    laws = as_laws(samples)
-    heads = _as_heads(heads, laws[0].dim)
-    return _certify(laws, heads, max_bits=max_bits, start_bits=start_bits, method=method)
+    return _certify(GramProblem.of(samples, heads), max_bits=max_bits, start_bits=start_bits, method=method)
 
 
-def _certify(laws: Sequence[Empirical], heads: Heads, *, max_bits: int = 2048, start_bits: int = 128,
+def _certify(problem: GramProblem, *, max_bits: int = 2048, start_bits: int = 128,
              method: str = "auto") -> GramCertificate:
-    M = _atom_count(laws)
+    """:func:`certify_lambda_min` on a validated problem."""
+    M = problem.M
     if method not in ("auto", "arb", "preconditioned"):
         raise InputError(f"certify: method must be 'auto', 'arb' or 'preconditioned', got {method!r}")
     cap = MAX_ARB_TOKENS if method == "arb" else MAX_CERTIFY_TOKENS
@@ -248,25 +251,26 @@ def _certify(laws: Sequence[Empirical], heads: Heads, *, max_bits: int = 2048, s
         )
     if max_bits < 53:
         raise PrecisionError(f"certify: max_bits={max_bits} is below double precision (53)")
-    if heads.count * heads.dim < M:  # rank F <= H d: never certified, by any route
-        return GramCertificate("inconclusive", None, 53, f"H d = {heads.count * heads.dim} < M = {M}: "
+    if problem.by_size:  # rank F <= H d: never certified, by any route
+        return GramCertificate("inconclusive", None, 53, f"H d = {problem.K} < M = {M}: "
                                                          "the Gram is singular by size")
-    arb_cost = M * heads.count * max(law.n_atoms for law in laws)
+    arb_cost = M * problem.H * int(problem.n_atoms.max())
     fast = None
     seen = None  # a float64 certificate of rounded inputs that did not carry over to the values given
     if method == "preconditioned" or (method == "auto" and arb_cost > _ARB_FIRST_COST):
-        K = heads.count * heads.dim  # ~2 M^2 K flops, measured 4-5x slower a flop than the timed product
-        _budget.require(lambda: _budget.dense_seconds(2.0 * M * M * K, 5.0), f"the preconditioned bound (M = {M})")
-        fast = _budget.run(lambda: preconditioned_bound(laws, heads), f"the preconditioned bound (M = {M})")
+        # ~2 M^2 K flops, measured 4-5x slower a flop than the timed product
+        _budget.require(partial(_budget.dense_seconds, 2.0 * M * M * problem.K, 5.0),
+                        f"the preconditioned bound (M = {M})")
+        fast = _budget.run(partial(problem_bound, problem), f"the preconditioned bound (M = {M})")
         if fast.lower_bound is not None:
-            got = _for_values_given(laws, heads, GramCertificate("float64-preconditioned", fast.lower_bound, 53,
-                                                                 fast.statement))
+            got = _for_values_given(problem, GramCertificate("float64-preconditioned", fast.lower_bound, 53,
+                                                             fast.statement))
             if got.positive or method == "preconditioned" or M > MAX_ARB_TOKENS:
                 return got
             seen = got
         elif method == "preconditioned" or M > MAX_ARB_TOKENS:
             return GramCertificate("inconclusive", None, 53, f"preconditioned route: {fast.statement}")
-    cert = _certify_arb(laws, heads, max_bits, start_bits)  # on the exact values given
+    cert = _certify_arb(problem, max_bits, start_bits)  # on the exact values given
     if seen is not None and not cert.positive:
         return replace(seen, detail=f"{seen.detail}; Arb on the values given: {cert.detail}")
     if fast is not None and not cert.positive:
@@ -274,11 +278,17 @@ def _certify(laws: Sequence[Empirical], heads: Heads, *, max_bits: int = 2048, s
     return cert
 
 
-def _for_values_given(laws: Sequence[Empirical], heads: Heads, cert: GramCertificate) -> GramCertificate:
+def _for_values_given(problem: GramProblem, cert: GramCertificate) -> GramCertificate:
     """A float64 certificate ``cert`` (proved for the nearest doubles of the inputs) as a statement
     about the values given: unchanged when they are doubles; else carried over through the proved
     rounding radius (:mod:`ntkcheck.ntk.certificate.inputs`), or inconclusive with ``cert`` as evidence."""
-    which = rounded_inputs(laws, heads)
+    return _carried_to_values_given(problem.laws, problem.heads, problem.rounded, cert)
+
+
+def _carried_to_values_given(laws: Sequence[Empirical], heads: Heads, which: str | None,
+                             cert: GramCertificate) -> GramCertificate:
+    """:func:`_for_values_given` for laws and heads, ``which`` saying which of them are not doubles
+    (:func:`~ntkcheck.ntk.gram_matrix.problem.rounded_inputs`)."""
     if which is None or not cert.positive:
         return cert
     assert cert.lower_bound is not None
@@ -295,12 +305,12 @@ def _for_values_given(laws: Sequence[Empirical], heads: Heads, cert: GramCertifi
                            "about the values given", inputs_rounded=True, evidence=cert)
 
 
-def _certify_arb(laws: Sequence[Empirical], heads: Heads, max_bits: int, start_bits: int) -> GramCertificate:
-    M = _atom_count(laws)
+def _certify_arb(problem: GramProblem, max_bits: int, start_bits: int) -> GramCertificate:
+    M = problem.M
     bits = min(start_bits, max_bits)
     last = ""
     while True:
-        G = _gram_arb(laws, heads, bits)
+        G = _gram_arb(problem.laws, problem.heads, bits)
         if M >= SMALL_N:  # arb_mat.inv cannot be interrupted: estimated first (under a time budget)
             _budget.require(lambda b=bits: arb_inverse_seconds(M, b), f"the Arb inverse of the {M} x {M} Gram at {bits} bits")
         try:
@@ -379,7 +389,7 @@ def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -
     gb = 8 * M * M / 1e9
     with progress_bar(3, desc="certify: Cholesky", unit="step", enabled=progress) as bar:
         bar.set_postfix_str(f"G {gb:.2f} GB in place: mirror")
-        work = rnd.SymmetricWork(G_lower)
+        work = SymmetricWork(G_lower)
         bar.update(1)
         bar.set_postfix_str(f"G {gb:.2f} GB in place: Cholesky of fl(G)")
         ok = work.factor(0.0) is not None
@@ -396,8 +406,8 @@ def _certify_lower(G_lower: np.ndarray, radius: float, progress: bool = False) -
     return certify_factored(work, lam, radius, progress)
 
 
-def certify_factored(work: rnd.SymmetricWork, lam: float, radius: float, progress: bool = False) -> PositivityCertificate:
-    r"""Rump's criterion on the Gram of ``work`` (a :class:`~ntkcheck.ntk.certificate.rounding.SymmetricWork`, in
+def certify_factored(work: SymmetricWork, lam: float, radius: float, progress: bool = False) -> PositivityCertificate:
+    r"""Rump's criterion on the Gram of ``work`` (a :class:`~ntkcheck.ntk.gram_matrix.cholesky.SymmetricWork`, in
     any state) given a float estimate ``lam`` of its :math:`\lambda_{\min}` from above (a Lanczos
     Rayleigh quotient) and ``radius`` :math:`\ge \|G_\star - \hat G\|_2`: Cholesky of
     :math:`\mathrm{fl}(\hat G - tI)` at ``t = 0.9 lam`` (``0.5``, ``0.2`` only if it fails), in place.
@@ -411,7 +421,7 @@ def certify_factored(work: rnd.SymmetricWork, lam: float, radius: float, progres
 
     def err(t: float) -> float:  # Rump's allowance for fl(G - tI) (known before factorising) + radius
         d = work.diag - t
-        return (rnd.rump_allowance(d) + rnd.U * float(d.max()) + radius) * (1.0 + 1e-10)
+        return (rump_allowance(d) + U * float(d.max()) + radius) * (1.0 + 1e-10)
 
     # t - err(t) grows with t: try 0.9 lambda first, smaller only if that Cholesky fails
     fs = [f for f in (0.1, 0.5, 0.8) if lam * (1.0 - f) > err(lam * (1.0 - f))]
@@ -427,7 +437,7 @@ def certify_factored(work: rnd.SymmetricWork, lam: float, radius: float, progres
                 continue
             e = (s + radius) * (1.0 + 1e-10)
             if t > e:
-                lb = float(np.nextafter((t - e) * (1.0 - 4.0 * rnd.U), 0.0))
+                lb = float(np.nextafter((t - e) * (1.0 - 4.0 * U), 0.0))
                 return PositivityCertificate(
                     True, lb, "float64-cholesky",
                     f"lambda_min >= {lb:.6g} in exact arithmetic: Cholesky of fl(G) - {t:.6g} I succeeded "
@@ -510,18 +520,12 @@ def certify_positive(samples: Any, heads: Heads, *, arb: bool = True, max_bits: 
 
     References: seed 003 Prop. 5, 8; ``theory/certificates.md`` (certified positivity at scale).
     """
-    laws = as_laws(samples)
-    heads = _as_heads(heads, laws[0].dim)
-    M = _atom_count(laws)
-    enc = rnd.enclosed_gram(laws, heads, _as_chunk(chunk), progress)
-    if enc.why is not None:
-        out = _refused(M, enc.why, None, None)
-    else:
-        out = _positivity_for_values_given(laws, heads, _certify_lower(enc.G, enc.radius, progress))
-    del enc
+    problem = GramProblem.of(samples, heads, chunk=chunk, progress=progress)
+    M = problem.M
+    out = verified_cholesky(problem)
     if out.positive or not arb or M > MAX_CERTIFY_TOKENS:
         return out
-    cert = _certify(laws, heads, max_bits=max_bits)
+    cert = _certify(problem, max_bits=max_bits)
     if cert.positive:
         return PositivityCertificate(True, cert.lower_bound, cert.kind,
                                      f"float64 route: {out.statement}; {cert.detail}",
@@ -529,12 +533,30 @@ def certify_positive(samples: Any, heads: Heads, *, arb: bool = True, max_bits: 
     return replace(out, statement=f"{out.statement}; Arb route inconclusive at {cert.bits} bits")
 
 
-def _positivity_for_values_given(laws: Sequence[Empirical], heads: Heads,
-                                 out: PositivityCertificate) -> PositivityCertificate:
+def verified_cholesky(problem: GramProblem) -> PositivityCertificate:
+    """Steps 1 and 2 of :func:`certify_positive` on a validated problem: one pass over the heads with
+    its proved radius, Rump's criterion on the Gram in its own array, as a statement about the values
+    given (:func:`_positivity_for_values_given`)."""
+    acc = accumulate(problem, "certified Gram (features, syrk)")
+    r = gram_radius(problem, np.diagonal(acc.G).copy())
+    if r.why is not None:
+        return _refused(problem.M, r.why, None, None)
+    return _positivity_for_values_given(problem, _certify_lower(acc.G, r.radius, problem.progress))
+
+
+def _positivity_for_values_given(problem: GramProblem, out: PositivityCertificate) -> PositivityCertificate:
     """:func:`_for_values_given` for a :class:`PositivityCertificate`."""
+    return positivity_carried(problem.laws, problem.heads, problem.rounded, out)
+
+
+def positivity_carried(laws: Sequence[Empirical], heads: Heads, which: str | None,
+                       out: PositivityCertificate) -> PositivityCertificate:
+    """A :class:`PositivityCertificate` proved for the nearest doubles of ``laws`` and ``heads`` as a
+    statement about the values given (``which``: those that are not doubles, or None), as
+    :func:`_for_values_given` carries a :class:`GramCertificate`; the distributed Gram's tiles use it too."""
     if not out.positive:
         return out
-    got = _for_values_given(laws, heads, GramCertificate(out.method, out.lower_bound, 53, out.statement))
+    got = _carried_to_values_given(laws, heads, which, GramCertificate(out.method, out.lower_bound, 53, out.statement))
     if got.positive:
         return replace(out, lower_bound=got.lower_bound, statement=got.detail, inputs_rounded=got.inputs_rounded)
     return PositivityCertificate(False, None, "refused", got.detail, out.lambda_min_float, out.radius, out.M,

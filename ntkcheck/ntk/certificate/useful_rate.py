@@ -66,7 +66,7 @@ def check_min_relative_lambda(value: Any) -> float:
 
 def certified_relative(g: Any) -> float | None:
     """The certified lower bound on ``lambda_min`` divided by the float64 ``lambda_max`` of the
-    :class:`~ntkcheck.ntk.gram_matrix.pipeline.GramResult` ``g``; None when nothing is certified."""
+    :class:`~ntkcheck.ntk.gram_matrix.result.GramResult` ``g``; None when nothing is certified."""
     c = getattr(g, "certified", None)
     if c is None or not c.positive or not g.lambda_max > 0:
         return None

@@ -379,14 +379,7 @@ def _exact_rank_step(prep: PreparedMatrix, bar: StepBar, known: dict[str, Any],
                           "Jacobian can show it")
         return None
     seconds, nbytes = ex.rank_cost(n, bits)
-    avail = available_memory()
-    if nbytes > avail:
-        skipped.append(f"exact rank: it would need about {format_bytes(nbytes)} of memory ({bits}-bit integers), more "
-                       f"than the {format_bytes(avail)} available")
-        return None
-    if not _budget.fits(seconds):
-        skipped.append(f"exact rank: estimated at {seconds:.0f} s ({bits}-bit integers), more than the "
-                       f"{_budget.current().remaining():.0f} s left of the time budget")
+    if not ex.rank_fits(seconds, nbytes, skipped, f" ({bits}-bit integers)"):
         return None
     bar.start("exact rank", seconds)
     r = ex.exact_rank(M)

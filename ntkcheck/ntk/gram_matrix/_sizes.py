@@ -24,13 +24,13 @@ from ...cgf import Empirical
 from ...errors import InputError
 
 __all__ = ["heads_bytes", "gram_bytes", "require_heads", "require_gram", "require_drawn_gram", "check_gram_range",
-           "GRAM_LIMIT"]
+           "GRAM_LIMIT", "MAX_EIGENVALUES"]
 
 #: largest Gram entry bound accepted (room below float64's 1.8e308 for the sums of a matmul)
 GRAM_LIMIT = 1e300
 
-#: the whole spectrum is computed up to this many atoms (as ``gram_matrix.MAX_EIGENVALUES``)
-_FULL = 4096
+#: full spectrum returned (and the Gram kept) up to this many distinct atoms (rows of the Gram)
+MAX_EIGENVALUES = 4096
 
 
 def heads_bytes(H: int, d: int) -> int:
@@ -41,7 +41,7 @@ def heads_bytes(H: int, d: int) -> int:
 def gram_bytes(M: int, H: int, d: int) -> int:
     """Peak bytes of the Gram of ``M`` atoms with ``H`` heads in dimension ``d`` (module docstring)."""
     M, H, d = int(M), int(H), int(d)
-    if M <= _FULL:
+    if M <= MAX_EIGENVALUES:
         return 8 * M * (H * d + 6 * M)
     return 8 * (3 * M * M + max(1 << 25, 256 * M))
 

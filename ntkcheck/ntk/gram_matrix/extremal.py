@@ -3,7 +3,7 @@ r"""Extreme eigenvalues of the NTK Gram without a full eigendecomposition.
 ``eigvalsh`` reduces the whole Gram to tridiagonal form (``4 M^3 / 3`` flops, memory-bound: at
 ``M = 2048`` it was 5-8x the Cholesky here); the reports need :math:`\lambda_{\min}`,
 :math:`\lambda_{\max}` and, only near the rounding floor, the smallest eigenpairs. Here, on the
-array of a :class:`~ntkcheck.ntk.certificate.rounding.SymmetricWork` (the Gram and its Cholesky factor in
+array of a :class:`~ntkcheck.ntk.gram_matrix.cholesky.SymmetricWork` (the Gram and its Cholesky factor in
 ``8 M^2`` bytes):
 
 * :func:`largest`: Lanczos (ARPACK) on :math:`\hat G`, one ``dsymv`` a step;
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
-from ..certificate.rounding import gamma, serial_blas
+from .cholesky import gamma, serial_blas
 
 #: below this order the eigenpairs come from a dense ``eigh`` of the Gram (cheaper than ARPACK there)
 DENSE_MAX = 256
@@ -80,7 +80,8 @@ def ritz_pair(matvec: Callable[[np.ndarray], np.ndarray], v: np.ndarray, abs_nor
     n = v.size
     Gv = matvec(v)
     theta = float(v @ Gv)
-    r = float(np.linalg.norm(Gv - theta * v))
+    with np.errstate(over="ignore"):  # a Gram near the float64 range: an inf residual, a vacuous tolerance
+        r = float(np.linalg.norm(Gv - theta * v))
     g = gamma(n + 4)
     tol = (r * (1.0 + g) + g * (abs_norm + abs(theta))) / (1.0 - g) * (1.0 + 1e-10)
     return RitzPair(theta, tol, v, steps)
@@ -135,7 +136,7 @@ def _inverse_iteration(work: Any, steps: int = 30) -> tuple[np.ndarray, int]:
 
 
 def smallest(work: Any, *, tol: float = LANCZOS_TOL, dense_max: int = DENSE_MAX) -> RitzPair | None:
-    r"""The smallest eigenpair of the Gram of ``work`` (a :class:`~ntkcheck.ntk.certificate.rounding.SymmetricWork`
+    r"""The smallest eigenpair of the Gram of ``work`` (a :class:`~ntkcheck.ntk.gram_matrix.cholesky.SymmetricWork`
     whose last factorisation of :math:`\hat G - tI`, ``t`` below :math:`\lambda_{\min}`, succeeded), or None
     without a factor.
 

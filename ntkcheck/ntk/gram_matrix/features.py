@@ -218,16 +218,23 @@ class _Group:
 
 def _groups(laws: Sequence[Empirical], H: int) -> list[_Group]:
     """Laws grouped by atom count (one stacked product per group), rows in law order."""
-    sizes = np.array([law.n_atoms for law in laws])
+    return _stack([law.atoms for law in laws], [law.masses for law in laws],
+                  [len(set(law.weights)) == 1 for law in laws], H)
+
+
+def _stack(atoms: Sequence[np.ndarray], masses: Sequence[np.ndarray], equal: Sequence[bool], H: int) -> list[_Group]:
+    r"""The laws with atoms ``atoms[i]`` and masses ``masses[i]`` (``equal[i]``: all equal) grouped by
+    atom count, each group stacked once with its row weights :math:`\sqrt{m_{ia}/H}`."""
+    sizes = np.array([x.shape[0] for x in atoms])
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     by_len: dict[int, list[int]] = {}
     for i, n in enumerate(sizes.tolist()):
         by_len.setdefault(n, []).append(i)
     out = []
     for idx in by_len.values():
-        X = np.stack([laws[i].atoms for i in idx])
-        m = np.stack([laws[i].masses for i in idx])
-        uniform = all(len(set(laws[i].weights)) == 1 for i in idx)
+        X = np.stack([atoms[i] for i in idx])
+        m = np.stack([masses[i] for i in idx])
+        uniform = all(equal[i] for i in idx)
         rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in idx])
         out.append(_Group(X, np.sqrt(m / H), None if uniform else m, rows))
     return out
@@ -426,13 +433,17 @@ def attention_features(
 
 
 def _features(laws: Sequence[Empirical], heads: Heads, chunk: int = DEFAULT_CHUNK, progress: bool = False) -> np.ndarray:
-    """:func:`attention_features` on validated laws and heads."""
+    """:func:`attention_features` on validated laws and heads (the score range is checked here)."""
     check_score_range([law.atoms for law in laws], heads.Q, heads.b)
-    M = _atom_count(laws)
+    return _feature_matrix(_groups(laws, heads.count), heads, _atom_count(laws), chunk, progress)
+
+
+def _feature_matrix(groups: Sequence[_Group], heads: Heads, M: int, chunk: int, progress: bool) -> np.ndarray:
+    """``F`` of the stacked laws ``groups`` (:func:`_stack`), ``M`` rows, whose range is checked."""
     H = heads.count
     F = np.empty((M, H * heads.dim))
     with _progress(M * H, progress) as bar:
-        _feature_columns(_groups(laws, H), heads, 0, H, F, chunk, bar)
+        _feature_columns(groups, heads, 0, H, F, chunk, bar)
     return F
 
 

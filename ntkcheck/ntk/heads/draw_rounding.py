@@ -34,7 +34,8 @@ def eta_draw(R: np.ndarray, L: float, dist: str, dim: int, q_scale: float, b_sca
     covariance has norm at most :math:`R_i^2`) and :math:`\|X_\theta - X_{\tilde\theta}\|_2 \le
     2\sqrt L\,\|W^{1/2}(\Phi_\theta - \Phi_{\tilde\theta})\|_F`, with Jensen over the head law."""
     q2, b2 = head_moments(dist, dim, q_scale, b_scale)
-    s = float(np.sum(R**4 * (2.0 * R**2 * q2 + 2.0 * b2)))
+    with np.errstate(over="ignore"):  # radii beyond ~1e51: eta = inf, no lower bound (sound, and said)
+        s = float(np.sum(R**4 * (2.0 * R**2 * q2 + 2.0 * b2)))
     return 2.0 * math.sqrt(L) * U_DRAW * math.sqrt(s) * (1.0 + 1e-10)
 
 

@@ -312,6 +312,11 @@ def head_law_bound(
         return HeadLawBound("not run", delta, None, None, detail=why_not)
     s = _setup(laws, atom_span(laws) if span is None else span, q_scale=float(q_scale), b_scale=float(b_scale),
                dist=dist, seed=int(seed))
+    if not (math.isfinite(s.L) and math.isfinite(s.eta)):  # tokens near the float64 range: every bound vacuous
+        return HeadLawBound("not run", delta, None, None, detail=(
+            f"at these token norms (largest radius {float(np.max(sample_radii(laws))):.3g}) the bound on one head's "
+            f"lambda_max (L = {s.L:.3g}) or on the float64 rounding of a draw (eta = {s.eta:.3g}) is not finite, "
+            "so no number of heads can give a bound; rescale the tokens"))
     npilot = rounds.pilot_size(s) if pilot_heads is None else int(pilot_heads)
     est: tuple[float, float] | None = None
     if heads is not None:

@@ -494,7 +494,7 @@ def heads_kernel(samples: Any, heads: Heads, structure: Any, *, gram: Any = None
                  span: AtomSpan | None = None) -> HeadsKernel:
     """:class:`HeadsKernel` of these heads (``structure`` None: no kernel known for the head law,
     ``k = 0``): the span bound always; the saturation bound too when
-    ``gram`` (a :class:`~ntkcheck.ntk.gram_matrix.pipeline.GramResult` of the same heads) observes more zero
+    ``gram`` (a :class:`~ntkcheck.ntk.gram_matrix.result.GramResult` of the same heads) observes more zero
     eigenvalues than the span predicts, the check is affordable, and snapping the saturated rows
     moves ``F`` by far less than the square root of the Gram's rounding floor.
 

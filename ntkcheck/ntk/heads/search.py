@@ -26,7 +26,8 @@ from ...cgf import Empirical
 from ...errors import InputError, TimeBudgetError
 from ..gram_matrix._sizes import require_drawn_gram
 from ..gram_matrix.features import Heads, _atom_count, init_heads
-from ..gram_matrix.pipeline import GramResult, certify_result, gram
+from ..gram_matrix.pipeline import certify_result, gram
+from ..gram_matrix.result import GramResult
 from .rank import AtomSpan, HeadsKernel, atom_span, default_head_count, heads_kernel
 
 __all__ = ["HeadAttempt", "HeadSearch", "search_heads", "MAX_DOUBLINGS", "SEARCH_SECONDS"]

@@ -36,170 +36,29 @@ References: seed 003 (Training Infinitely Deep and Wide Transformers) Prop. 5, P
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from ..._records import restore
 from ...cgf import Empirical, Family, as_laws
-from ...errors import InputError
 from ...independence.results import no_truth_value
 from ..gram_matrix.features import Heads, _as_heads, _features
-from ..gram_matrix.pipeline import GramResult, gram
+from ..gram_matrix.pipeline import gram
+from ..gram_matrix.result import GramResult
+from ..gram_matrix.spectrum import POSITIVE_REL, RESOLUTION_EIGH
 from ..heads.rank import HeadsKernel, heads_kernel
-from ._steps import (
+from .prediction import (
+    KERNEL_RTOL,
     KernelPrediction,
-    _no_prediction_verdict,
-    _structures_named,
-    _sufficiency_verdict,
-    _Verdict,
-    _weak_decision,
+    _overlap_label,
+    _overlap_prediction,
+    kernel_residual,
+    subspace_residual,
 )
 from .structure import DependenceStructure, dependence_structure
 
-__all__ = ["KernelPrediction", "KernelComparison", "CrosscheckResult", "predicted_kernel_vector", "kernel_residual",
-           "subspace_residual", "crosscheck", "KERNEL_RTOL"]
-
-#: relative residual ||F^T u|| / (||F||_2 ||u||) below which a predicted kernel vector counts as
-#: annihilated: float64 rounding of the features (a few ulps times sqrt(M H d)) with margin.
-KERNEL_RTOL = 1e-10
-
-
-def _is_zero(v: Any) -> bool:
-    if isinstance(v, Fraction | int):
-        return v == 0
-    return abs(float(v)) <= 1e-12
-
-
-def predicted_kernel_vector(samples: Any, c: Any, alpha: Any) -> KernelPrediction | None:
-    r"""The kernel vector of condition (34) for a dependency ``c`` with linear part ``alpha``.
-
-    Returns None when the overlap condition fails (no prediction).
-
-    Parameters
-    ----------
-    samples : list of Empirical or (N_i, d) float arrays
-    c : sequence of n numbers, not all zero
-        :math:`\sum_i c_i\Lambda_i(a) = \langle\alpha, a\rangle + \beta`.
-    alpha : sequence of d numbers
-
-    Returns
-    -------
-    KernelPrediction or None
-        ``p`` on the distinct atoms: :math:`p_i(x) = c_i\,\nu(\{x\})/\mu_i(\{x\})`.
-    """
-    return _predicted(as_laws(samples), c, alpha)
-
-
-def _predicted(laws: list[Empirical], c: Any, alpha: Any) -> KernelPrediction | None:
-    c = tuple(c)
-    if len(c) != len(laws):
-        raise InputError(f"null vector: has {len(c)} entries for {len(laws)} samples")
-    alpha_zero = all(_is_zero(a) for a in alpha)
-    support = [i for i, ci in enumerate(c) if not _is_zero(ci)]
-    if not support:
-        return None
-    diracs = [i for i in support if laws[i].n_atoms == 1]
-    rich = [i for i in support if i not in diracs]
-    shared: list[tuple[Any, ...]] = []
-    if rich:
-        common = None
-        for i in rich:
-            atoms = set(laws[i].atom_keys())  # exact: values given as non-doubles keep their exact keys
-            common = atoms if common is None else common & atoms
-        shared = sorted(common or ())
-    nu: list[tuple[tuple[float, ...], int]]
-    if alpha_zero:
-        if rich and not shared:
-            return None
-        nu = [(shared[0], 1)] if rich else []
-        dirac_mass = 1  # nu_i of total mass nu(R^d) = 1 at the Dirac's own atom
-    else:
-        if len(shared) < 2 or not rich:
-            return None
-        nu = [(shared[0], 1), (shared[1], -1)]
-        dirac_mass = 0
-    nu_map = dict(nu)
-    p_parts = []
-    for i, law in enumerate(laws):
-        m = law.n_atoms
-        ci = float(c[i])
-        if i not in support:
-            p_parts.append(np.zeros(m))
-        elif i in diracs:
-            p_parts.append(np.full(m, ci * dirac_mass))  # mu_i({x_i}) = 1
-        else:
-            # p_i(x) = c_i nu({x}) / mu_i({x}), mu_i({x}) the atom's mass
-            p_parts.append(np.array([ci * nu_map.get(r, 0) / mu for r, mu in zip(law.atom_keys(), law.masses,
-                                                                                  strict=True)]))
-    p = np.concatenate(p_parts)
-    if not np.any(p):
-        return None
-    return KernelPrediction(c, alpha_zero, tuple(nu), p, "decide null vector", len(shared))
-
-
-def _dirac_relation(laws: list[Empirical]) -> tuple[Fraction, ...] | None:
-    """A c supported on the single-Dirac samples with sum c_i x_i = 0 (exact), if any."""
-    idx = [i for i, law in enumerate(laws) if law.n_atoms == 1]
-    if len(idx) < 2:
-        return None
-    d = laws[0].dim
-    A = sp.Matrix(d, len(idx), lambda k, r: sp.Rational(laws[idx[r]].rational_atoms()[0][k]))
-    basis = A.nullspace()  # d x n_dirac with rational entries: sympy is instant at this size
-    if not basis:
-        return None
-    col = [Fraction(int(v.p), int(v.q)) for v in basis[0]]
-    c = [Fraction(0)] * len(laws)
-    for r, i in enumerate(idx):
-        c[i] = col[r]
-    return tuple(c)
-
-
-def kernel_residual(samples: Any, heads: Heads, p: Any, F: np.ndarray | None = None,
-                    norm: float | None = None) -> float:
-    r"""Relative size of :math:`G[p]` over all heads, for ``p`` on the distinct atoms.
-
-    .. math::
-
-        G[p](Q_h, b_h) = \sum_{i,a} m_{ia}\, p_i(x_{ia})\, \phi_i(x_{ia}; Q_h, b_h)^T
-                       = \sqrt H\, (F^T u)_h, \qquad u = W^{1/2} p,
-
-    returned as :math:`\|F^T u\| / (\|F\|_2 \|u\|)`, the square root of the Rayleigh
-    quotient of :math:`u` relative to :math:`\lambda_{\max}` (0 for an exact kernel vector).
-    ``norm``, when given, is :math:`\|F\|_2 = \sqrt{\lambda_{\max}}` (from a
-    :class:`~ntkcheck.ntk.gram_matrix.pipeline.GramResult` of the same ``F``), saving an SVD.
-    """
-    laws = as_laws(samples)
-    heads = _as_heads(heads, laws[0].dim)
-    if F is None:
-        F = _features(laws, heads)
-    w = np.concatenate([law.masses for law in laws])
-    pv = np.asarray(p, dtype=np.float64).reshape(-1)
-    if pv.shape[0] != w.shape[0]:
-        raise InputError(f"kernel_residual: p has {pv.shape[0]} entries, the samples have {w.shape[0]} distinct atoms")
-    u = np.sqrt(w) * pv
-    nu_ = np.linalg.norm(u)
-    if nu_ == 0:
-        raise InputError("kernel_residual: p is zero on every atom")
-    fn = np.linalg.norm(F, 2) if norm is None else norm
-    if fn == 0:
-        return 0.0  # every feature vanishes (all tokens at the origin): G is the zero map
-    return float(np.linalg.norm(F.T @ u) / (fn * nu_))
-
-
-def subspace_residual(F: np.ndarray, basis: np.ndarray, norm: float | None = None) -> float:
-    r"""Largest relative residual over a subspace in Gram coordinates:
-    :math:`\max_{q \in \mathrm{span}(B)} \|F^T q\| / (\|F\|_2 \|q\|) = \|F^T U\|_2 / \|F\|_2`
-    with ``U`` an orthonormal basis of the span of ``basis`` (M, k); ``norm`` as in
-    :func:`kernel_residual`."""
-    fn = np.linalg.norm(F, 2) if norm is None else norm
-    if fn == 0 or basis.shape[1] == 0:
-        return 0.0
-    U, _ = np.linalg.qr(basis)
-    return float(np.linalg.norm(F.T @ U, 2) / fn)
-
+__all__ = ["KernelComparison", "CrosscheckResult", "crosscheck"]
 
 @dataclass(frozen=True)
 class KernelComparison:
@@ -215,7 +74,7 @@ class KernelComparison:
         a lower bound unless ``exact``.
     exact : bool
     observed : int or None
-        Eigenvalues at or below ``floor`` (:attr:`~ntkcheck.ntk.gram_matrix.pipeline.GramResult.kernel_observed`).
+        Eigenvalues at or below ``floor`` (:attr:`~ntkcheck.ntk.gram_matrix.result.GramResult.kernel_observed`).
     floor : float
         The rounding floor, relative to :math:`\lambda_{\max}`.
     next_relative : float or None
@@ -356,10 +215,75 @@ class CrosscheckResult:
                 f"{self.agreement}: {self.message}{k})")
 
 
-def _overlap_label(pred: KernelPrediction) -> str:
-    if not pred.nu:
-        return "n > d Diracs (sum c_i x_i = 0)"
-    return f"{pred.shared} shared atom{'s' if pred.shared != 1 else ''}"
+@dataclass(frozen=True)
+class _Verdict:
+    """What one branch of :func:`~ntkcheck.ntk.prop8.crosscheck.crosscheck` concludes, before the
+    kernel comparison has its say (``_write_verdict`` there)."""
+
+    statement: str
+    overlap: str
+    prediction: KernelPrediction | None
+    residual: float | None
+    agreement: str
+    message: str
+
+
+def _weak_decision(measures: list[Any], weak: Any) -> Any:
+    """The CGF dependence: ``decide(measures, property="weak")``, or ``weak`` when given."""
+    from ...independence.decision import decide
+
+    if weak is None:
+        weak = decide(measures, property="weak")
+    return weak
+
+
+def _structures_named(st: DependenceStructure) -> str:
+    """The first two named structures, as a parenthesis for the messages (``""`` when none)."""
+    named = st.lines()
+    return (f" ({'; '.join(named[:2])}{'; ...' if len(named) > 2 else ''})" if named else "")
+
+
+def _sufficiency_verdict(g: GramResult, kc: Any = None) -> _Verdict:
+    """Independent CGFs: Prop. 8 predicts an injective NTK for the head law; does the Gram of these
+    heads show it? A singular draw is never a contradiction (more heads remove it): it is
+    inconclusive, with the reason when the rank bound of these heads explains it."""
+    rel = g.relative_lambda_min
+    hk = None if kc is None else kc.heads
+    if not g.positive and hk is not None and hk.finite_heads:
+        return _Verdict("sufficiency", "not needed", None, None, "inconclusive",
+                        f"Prop. 8 predicts an injective NTK for the head law, but these heads are too few: "
+                        f"{hk.reason()}; use {hk.next_step()}.")
+    if g.rank_deficient_by_size:
+        return _Verdict("sufficiency", "not needed", None, None, "inconclusive",
+                        "Prop. 8 predicts a positive Gram, but H d < M makes the finite-head Gram "
+                        "singular by rank: add heads.")
+    if g.status == "singular" and g.certified is not None:
+        return _Verdict("sufficiency", "not needed", None, None, "no prediction",
+                        "independent CGFs => injective NTK for a head law whose support contains an open set "
+                        f"(Prop. 8); these heads are degenerate: {g.certified.detail} (proved), which Prop. 8 "
+                        "does not exclude for finitely many heads.")
+    if g.positive:
+        how = (f"certified, {g.certified.how}: lambda_min >= {g.certified.lower_bound:.3g}"
+               if g.certified_positive and g.certified
+               else "float64 only, not certified")
+        return _Verdict("sufficiency", "not needed", None, None, "agrees",
+                        f"independent CGFs => injective NTK (Prop. 8); Gram positive ({how}, "
+                        f"relative lambda_min {rel:.3g}).")
+    if rel < RESOLUTION_EIGH / 1000 and g.status == "below resolution":
+        return _Verdict("sufficiency", "not needed", None, None, "inconclusive",
+                        f"independent CGFs but the Gram of these {g.heads} heads is singular to working precision "
+                        f"(relative lambda_min {rel:.3g}), beyond what their number explains; Prop. 8 is about the "
+                        "head law, and more heads or other Q, b scales may separate it from 0.")
+    return _Verdict("sufficiency", "not needed", None, None, "inconclusive",
+                    f"independent CGFs; the Gram's relative lambda_min {rel:.3g} is below {POSITIVE_REL:g} "
+                    "and was not certified: positivity is not claimed.")
+
+
+def _no_prediction_verdict(g: GramResult) -> _Verdict:
+    """Inconclusive CGF verdict: Prop. 8 is silent, the Gram is only reported."""
+    return _Verdict("no prediction", "n/a", None, None, "no prediction",
+                    f"CGF verdict inconclusive: Prop. 8 makes no prediction; Gram {g.status} "
+                    f"(relative lambda_min {g.relative_lambda_min:.3g}).")
 
 
 def _inputs(samples: Any) -> list[Any]:
@@ -396,7 +320,7 @@ def _result_without_gram(weak: Any, verdict: str, measures: list[Any],
 def _gram_of(laws: list[Empirical], heads: Heads, weak: Any, gram_result: GramResult | None, certify: bool,
              progress: bool) -> GramResult:
     """The Gram of ``laws`` under ``heads``, or ``gram_result`` when given."""
-    # kept in this module, not in _crosscheck_steps: gram's rank warning (stacklevel=2) names its caller
+    # gram's rank warning (stacklevel=2) names its caller: this function
     if gram_result is not None:
         return gram_result
     # certify only where positivity is the prediction: a singular Gram never certifies
@@ -564,25 +488,3 @@ def crosscheck(
         v = _Verdict(v.statement, v.overlap, v.prediction, v.residual,
                      *head_law.compare(v.statement, v.agreement, v.message, st.predicted_kernel))
     return _write_verdict(weak, g, st, kc, sub_res, v)
-
-
-def _overlap_prediction(laws: list[Empirical], weak: Any, st: DependenceStructure) -> KernelPrediction | None:
-    """The condition-(34) kernel vector: from the decide null vector, else from the first
-    structure that has overlap, else from a Dirac relation."""
-    if weak.null_vector is not None:
-        alpha = weak.affine[0] if weak.affine is not None else (1,)
-        pred = _predicted(laws, weak.null_vector, alpha)
-        if pred is not None:
-            return pred
-    for r in st.relations:
-        if r.kind in ("dirac",):
-            continue
-        pred = _predicted(laws, r.c, r.alpha)
-        if pred is not None:
-            return KernelPrediction(pred.c, pred.alpha_zero, pred.nu, pred.p, f"{r.kind}: {r.sentence}", pred.shared)
-    c2 = _dirac_relation(laws)
-    if c2 is not None:
-        pred = _predicted(laws, c2, (0,) * laws[0].dim)
-        if pred is not None:
-            return KernelPrediction(pred.c, True, pred.nu, pred.p, "Dirac relation sum c_i x_i = 0", pred.shared)
-    return None

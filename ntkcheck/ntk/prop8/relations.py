@@ -100,13 +100,16 @@ def _fingerprints(L: _Laws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     var = np.empty(L.n)
     k3 = np.empty(L.n)
     scale = np.empty(L.n)
-    for i, law in enumerate(L.laws):
-        m = law.masses
-        Xc = law.atoms - m @ law.atoms
-        var[i] = float(m @ np.einsum("ad,ad->a", Xc, Xc))
-        z = Xc @ u
-        k3[i] = float(m @ z**3)
-        scale[i] = float(np.max(np.abs(law.atoms))) if law.atoms.size else 0.0
+    # tokens beyond ~1e102 overflow the cubes: an inf or nan fingerprint filters nothing out (every
+    # comparison with it is False), and each candidate it lets through is verified exactly
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i, law in enumerate(L.laws):
+            m = law.masses
+            Xc = law.atoms - m @ law.atoms
+            var[i] = float(m @ np.einsum("ad,ad->a", Xc, Xc))
+            z = Xc @ u
+            k3[i] = float(m @ z**3)
+            scale[i] = float(np.max(np.abs(law.atoms))) if law.atoms.size else 0.0
     return var, k3, scale
 
 

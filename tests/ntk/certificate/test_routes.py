@@ -1,8 +1,9 @@
-"""Tests of the float64 positivity certificate (ntkcheck.ntk.certificate.routes.certify_positive).
+"""Tests of the certificate routes (ntkcheck.ntk.certificate.routes): the verified Cholesky of
+``certify_positive`` and ``certify_gram_enclosure``, and the Arb route.
 
-Independent references: Arb ball arithmetic (python-flint) for the exponential, the
-features and the Gram; exact rationals (fractions) for the hand-assembled singular Gram;
-numpy's eigvalsh / cholesky for the float64 quantities the certificate is compared with;
+Independent references: Arb ball arithmetic (python-flint) for the features and the Gram; exact
+rationals (fractions) for the hand-assembled singular Gram; mpmath at 50 digits for lambda_min of an
+exact F F^T; numpy's eigvalsh / cholesky for the float64 quantities the certificate is compared with;
 the CGF identity Lambda_3 = Lambda_1 + Lambda_2 (seed 003 Prop. 8) for an exact kernel vector.
 """
 
@@ -11,14 +12,15 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import mpmath
 import numpy as np
 import pytest
+from certificate_references import _laws
 from flint import arb, arb_mat, ctx
-from hypothesis import given
-from hypothesis import strategies as st
 
-from ntkcheck.cgf import Empirical, as_laws
+from ntkcheck.cgf import Empirical
 from ntkcheck.ntk.certificate import rounding as rnd
+from ntkcheck.ntk.certificate import routes
 from ntkcheck.ntk.certificate.routes import (
     _features_arb,
     _gram_arb,
@@ -26,118 +28,8 @@ from ntkcheck.ntk.certificate.routes import (
     certify_gram_enclosure,
     certify_positive,
 )
-from ntkcheck.ntk.gram_matrix.extremal import smallest
-from ntkcheck.ntk.gram_matrix.features import DEFAULT_CHUNK, attention_features, init_heads
-
-
-def _laws(seed: int, n: int, N: int, d: int, weighted: bool, scale: float = 1.0) -> list[Empirical]:
-    rng = np.random.default_rng(seed)
-    X = [rng.standard_normal((N, d)) * (scale / np.sqrt(d)) for _ in range(n)]
-    if weighted:  # unequal masses: the softmax is weighted
-        return [Empirical(x, [1 + (k % 3) for k in range(N)]) for x in X]
-    return as_laws(X)
-
-
-def _arb_le(x: arb, bound: float) -> bool:
-    """True only if every point of the ball ``x`` is <= ``bound`` (rigorous)."""
-    return bool(x <= arb(bound))
-
-
-def _full(G_lower: np.ndarray) -> np.ndarray:
-    return np.tril(G_lower) + np.tril(G_lower, -1).T
-
-
-def test_exp_within_the_assumed_error():
-    # The enclosure assumes |np.exp(y) - e^y| <= U_EXP e^y + EXP_ABS on [-800, 201]: every
-    # exponential the feature builder evaluates (shifted scores <= 0, unshifted ones within
-    # 200 + rounding), subnormal and underflowing results included. Arb at 128 bits is the reference.
-    rng = np.random.default_rng(3)
-    x = np.concatenate([rng.uniform(-800.0, 201.0, 3000), rng.uniform(-760.0, -700.0, 1000),
-                        rng.uniform(-1.0, 1.0, 1000), [0.0, -745.2, -744.4, -708.4, 201.0]])
-    y = np.exp(x)
-    assert np.any((y > 0) & (y < 2.0**-1022)) and np.any(y == 0)  # the subnormal range is exercised
-    old = ctx.prec
-    ctx.prec = 128
-    try:
-        bad = [xi for xi, yi in zip(x, y)
-               if not _arb_le(abs(arb(float(yi)) - arb(float(xi)).exp()) - rnd.U_EXP * arb(float(xi)).exp(), rnd.EXP_ABS)]
-    finally:
-        ctx.prec = old
-    assert bad == []
-
-
-def _feature_errors_ok(laws, heads) -> tuple[bool, float]:
-    """(every |F^ - F| <= e entrywise with F in Arb at 200 bits, the largest ratio error / e)."""
-    d = heads.dim
-    F = attention_features(laws, heads)
-    e = rnd.feature_radius(laws, heads)
-    Fa = _features_arb(laws, heads, 200)
-    old = ctx.prec
-    ctx.prec = 200
-    try:
-        ok, worst = True, 0.0
-        for r in range(F.shape[0]):
-            for c in range(F.shape[1]):
-                err = abs(arb(float(F[r, c])) - Fa[r, c])
-                ok = ok and _arb_le(err, float(e[r, c // d]))
-                worst = max(worst, float(err.upper()) / float(e[r, c // d]))
-    finally:
-        ctx.prec = old
-    return ok, worst
-
-
-@given(seed=st.integers(0, 2**16), d=st.integers(1, 4), N=st.integers(1, 6), H=st.integers(1, 4),
-       q=st.sampled_from([0.1, 1.0, 4.0, 30.0]), scale=st.sampled_from([0.3, 1.0, 4.0]), weighted=st.booleans())
-def test_feature_radius_encloses_the_arb_features(seed, d, N, H, q, scale, weighted):
-    # scores from ~0.01 to ~1e4 (the old a-priori validity limit was 200): shifted and unshifted
-    # tiles, underflowing exponentials, unequal masses
-    laws = _laws(seed, 2, N, d, weighted, scale)
-    heads = init_heads(H, d, q_scale=q, b_scale=q, seed=seed)
-    ok, worst = _feature_errors_ok(laws, heads)
-    assert ok, worst
-
-
-def test_feature_radius_where_exponentials_underflow():
-    # scores up to ~1e4: the max-shifted exponentials of most atoms underflow to 0 or to
-    # subnormals, and the bound must still hold (it is far from tight there: worst ratio ~1e-5)
-    laws = _laws(1, 3, 6, 3, True, 10.0)
-    heads = init_heads(3, 3, q_scale=10.0, b_scale=10.0, seed=2)
-    assert rnd.score_bound(laws, heads).max() > 5000  # the old refusal threshold was 200
-    X = laws[0].atoms
-    S = (X @ heads.Q[0].T + heads.b[0]) @ X.T
-    assert np.min(S - S.max(axis=1, keepdims=True)) < -745  # some exp(shifted score) is exactly 0
-    ok, worst = _feature_errors_ok(laws, heads)
-    assert ok and worst < 1.0
-
-
-@pytest.mark.parametrize(("seed", "n", "d", "H"), [(0, 3, 2, 5), (1, 2, 3, 4), (2, 4, 1, 6)])
-def test_enclosed_gram_covers_the_arb_gram(monkeypatch, seed, n, d, H):
-    # One head per block (the accumulation runs H syrk updates): the proved radius must cover
-    # ||fl(G) - G_exact||_F >= ||.||_2 with G_exact in Arb; its product part must cover
-    # |fl(G) - F^ F^^T| (F^ the float features, product in Arb); the |F| bound must be >= the
-    # Perron root of |F^||F^|^T from eigvalsh.
-    monkeypatch.setattr(rnd, "_head_block", lambda M, H, d: 1)
-    laws = _laws(seed, n, 4, d, weighted=seed % 2 == 0, scale=2.0)
-    heads = init_heads(H, d, q_scale=2.0, b_scale=2.0, seed=seed)
-    enc = rnd.enclosed_gram(laws, heads, DEFAULT_CHUNK)
-    assert enc.blocks == H and enc.why is None
-    G = _full(enc.G)
-    Ga = _gram_arb(laws, heads, 160)
-    F = attention_features(laws, heads)
-    A = np.abs(F) @ np.abs(F).T
-    assert np.linalg.eigvalsh(A)[-1] <= enc.abs_norm * (1 + 1e-12)  # eigvalsh error ~1e-16 ||A||
-    old = ctx.prec
-    ctx.prec = 160
-    try:
-        M = G.shape[0]
-        Fx = arb_mat([[arb(float(v)) for v in row] for row in F])
-        P = Fx * Fx.transpose()
-        fro = sum(((arb(float(G[i, j])) - Ga[i, j]) ** 2 for i in range(M) for j in range(M)), arb(0)).sqrt()
-        prod = max(float(abs(arb(float(G[i, j])) - P[i, j]).upper()) for i in range(M) for j in range(M))
-    finally:
-        ctx.prec = old
-    assert _arb_le(fro, enc.radius), (fro, enc.radius)
-    assert prod <= enc.rounding
+from ntkcheck.ntk.gram_matrix import cholesky
+from ntkcheck.ntk.gram_matrix.features import attention_features, init_heads
 
 
 def _rayleigh_upper(laws, heads, v: np.ndarray) -> float:
@@ -196,29 +88,6 @@ def test_M1024_d8_certified_within_half_the_float_lambda_min():
     assert lam / 2 <= cert.lower_bound <= lam * (1 + 1e-6)  # eigvalsh error here ~1e-16 ||G|| << 1e-6 lam
     # one Cholesky for the estimate, one at t = 0.9 lambda: no retries on a well-conditioned Gram
     assert "2 Cholesky factorisations" in cert.statement
-
-
-def test_symmetric_work_factors_in_place_and_restores():
-    # The factor of fl(G) - tI in the shared array equals numpy's Cholesky of a separate copy,
-    # and the Gram is restored bit for bit from the upper copy between factorisations.
-    rng = np.random.default_rng(0)
-    n = 560  # above the block size 512: the blocked triangle copies cross a block edge
-    B = rng.standard_normal((n, 2 * n))  # lambda_min ~ (sqrt(2n) - sqrt(n))^2 ~ 120
-    G = B @ B.T
-    work = rnd.SymmetricWork(np.asfortranarray(np.tril(G)))
-    for t in (0.0, 1.0, 0.5):
-        s = work.factor(t)
-        assert s is not None and s > 0
-        L = np.linalg.cholesky(G - t * np.eye(n))
-        assert np.allclose(np.tril(work.A), L, rtol=0, atol=1e-9 * np.abs(L).max())  # LAPACK vs LAPACK
-        assert np.array_equal(np.triu(work.A, 1), np.triu(G, 1))  # the copy is untouched
-    x = work.solve(np.ones(n))
-    assert np.allclose((G - 0.5 * np.eye(n)) @ x, np.ones(n), atol=1e-8)
-    lam = np.linalg.eigvalsh(G)[0]
-    assert work.factor(lam * 1.5) is None  # G - tI indefinite: the factorisation fails
-    assert work.factor(0.0) is not None
-    assert abs(smallest(work).value - lam) <= 1e-6 * lam
-    assert work.factorizations == 5
 
 
 def test_refuses_singular_token_slot_gram_that_float64_calls_positive():
@@ -312,15 +181,48 @@ def test_progress_shows_memory(monkeypatch, capsys):
     assert "certified Gram" in err and "certify: Cholesky" in err and "GB" in err
 
 
-def test_gram_certify_above_the_arb_limit_uses_the_preconditioned_route():
-    # M = 384 > 256 at d = 2, relative lambda_min ~ 5e-13: float64 says "small", the float64 Gram
-    # certificate cannot resolve it; the preconditioned route (issue 14, tests/ntk/certificate/test_arb_fast.py)
-    # proves it, with a bound below the SVD's lambda_min (accurate to ~1e-7 relative here).
-    from ntkcheck.ntk import gram
+def _exact_gram_lambda_min(F: np.ndarray) -> float:
+    """lambda_min of F F^T for the float64 F taken as exact rationals, by mpmath at 50 digits."""
+    with mpmath.workdps(50):
+        A = mpmath.matrix([[mpmath.mpf(float(v)) for v in row] for row in F])
+        return float(min(mpmath.eigsy(A * A.T, eigvals_only=True)))
 
-    rng = np.random.default_rng(4)
-    laws = as_laws([rng.standard_normal((8, 2)) / np.sqrt(2) for _ in range(48)])
-    r = gram(laws, init_heads(384, 2, seed=4, q_scale=0.7, b_scale=0.7), certify=True)
-    assert r.relative_lambda_min < 1e-12 and r.certified_positive
-    assert r.certified.kind == "float64-preconditioned"
-    assert 0 < r.certified.lower_bound <= r.lambda_min * (1 + 1e-6)
+
+@pytest.mark.parametrize("singular", [False, True])
+def test_enclosure_certificate_below_the_mpmath_lambda_min(singular):
+    """certify_gram_enclosure on fl(F F^T) with the gamma_K |F||F|^T radius of the product: the
+    bound never exceeds lambda_min of the exact F F^T (mpmath, 50 digits), including an exactly
+    singular one (a repeated row), which is refused."""
+    rng = np.random.default_rng(11)
+    F = rng.standard_normal((24, 30))
+    if singular:
+        F[5] = F[2]
+    G = F @ F.T
+    A = np.abs(F)
+    radius = rnd.gamma(F.shape[1]) * np.linalg.norm(A @ A.T, 2) * 1.01
+    cert = certify_gram_enclosure(G, radius)
+    lam = _exact_gram_lambda_min(F)
+    if singular:
+        assert not cert.positive and abs(lam) < 1e-40
+    else:
+        assert cert.positive and 0 < cert.lower_bound <= lam
+
+
+def test_mutation_without_the_cholesky_allowance_is_caught(monkeypatch):
+    """Mutation: Rump's allowance dropped (rump_allowance -> 0). The token-slot Gram
+    [[1/4, s], [s, 3/4]] (s = fl(sqrt 3 / 4)) is singular in exact arithmetic; float64 sees it
+    positive. The true certifier refuses; the mutant proves a positive bound above the exact
+    lambda_min = 0, which the soundness check (bound <= exact lambda_min) catches."""
+    s = math.sqrt(3.0) / 4.0
+    G = np.array([[0.25, s], [s, 0.75]])
+    exact_det = Fraction(1, 4) * Fraction(3, 4) - Fraction(3, 16)  # with s exact: 0
+    assert exact_det == 0
+    radius = rnd.U * s * 1.01  # the one rounding of s
+    assert not certify_gram_enclosure(G, radius).positive
+
+    for module in (cholesky, routes):  # the work array's factor() and the shift choice of the route
+        monkeypatch.setattr(module, "rump_allowance", lambda diag: 0.0)
+        monkeypatch.setattr(module, "U", 0.0)
+    mutant = certify_gram_enclosure(G, 0.0)
+    exact_lambda_min = 0.0
+    assert mutant.positive and not (mutant.lower_bound <= exact_lambda_min)

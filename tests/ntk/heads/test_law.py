@@ -305,3 +305,20 @@ def test_tokens_below_the_float64_range_get_a_sentence_not_an_error():
     assert hl.status == "not run" and hl.lower is None and "float64" in hl.statement()
     zero = head_law_bound([np.zeros((2, 1)), np.zeros((1, 1))], seconds=2.0)
     assert (zero.status, zero.lower, zero.upper) == ("singular", 0.0, 0.0)
+
+
+def test_tokens_near_the_float64_range_get_a_sentence_and_no_numpy_warning():
+    """A token of norm 1e149: one head's lambda_max bound is sum_i R_i^2 ~ 1e298 and the rounding term
+    eta ~ R^6 overflows, so no number of heads can prove a bound. The step says so at once instead of
+    drawing heads for its whole budget (it drew 9.6e6 heads in 20 s before), and no numpy warning leaks
+    (warnings are errors here). Catches: the early answer removed (the budget then runs out, status
+    'not separated'), or an unguarded power (a RuntimeWarning)."""
+    import warnings
+
+    S = [np.array([[1e149, 0.0], [0.0, 1.0]]), np.array([[1.0, 2.0], [3.0, 0.0]]), np.array([[5.0, 1.0], [2.0, 2.0]])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hl = head_law_bound(S, seconds=5.0)
+        st = dependence_structure(S)  # the float fingerprints of the Prop. 8 relations overflow too
+    assert hl.status == "not run" and "not finite" in hl.statement() and hl.heads == 0
+    assert st.predicted_kernel == 0
