@@ -127,3 +127,16 @@ def test_a_tube_whose_growth_overflows_stops_and_says_why():
     enc = tb.enclose(mdl, p.flat(), 5.0, start=tb.Start(0.0, p.flat(), 0.0, 1e300))
     assert not enc.complete and enc.s == (0.0,) and "could not be continued" in enc.message, enc.message
     assert "overflows" in enc.message
+
+
+def test_the_tube_loads_back_from_its_dict():
+    """``Enclosure.from_dict(e.to_dict())`` equals ``e`` (the nodes' float states aside, which are not
+    serialised), also through JSON text. Catches a field dropped from ``to_dict`` (``mu_last`` was)."""
+    import json
+
+    from ntkcheck.convergence.enclosure.tube import Enclosure
+
+    e = Enclosure((0.0, 1.5, 3.0), (0.0, 1e-8, 3e-8), (0.3, 0.2), (1e-9, 2e-9), (5e-3, 1e-4, 2e-6), False,
+                  "the time budget stopped the tube", 2.5, how=("taylor-model", "cheap"), mu_last=0.25)
+    back = Enclosure.from_dict(json.loads(json.dumps(e.to_dict())))
+    assert back == e and back.to_dict() == e.to_dict()

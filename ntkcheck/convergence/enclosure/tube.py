@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._records import restore
 from ...errors import DomainError
 from ._model import Model
 from ._model import field as model_field
@@ -99,7 +100,12 @@ class Enclosure:
     def to_dict(self) -> dict[str, Any]:
         return {"s": list(self.s), "radius": list(self.radius), "mu": list(self.mu), "defect": list(self.defect),
                 "loss_upper": list(self.loss_upper), "complete": self.complete, "message": self.message,
-                "seconds": self.seconds, "how": list(self.how)}
+                "seconds": self.seconds, "how": list(self.how), "mu_last": self.mu_last}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Enclosure:
+        """The tube from its :meth:`to_dict` (the nodes' float states are not serialised: none)."""
+        return restore(cls, d)
 
 
 # ----------------------------------------------------------------------------- the Taylor solution
