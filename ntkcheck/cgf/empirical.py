@@ -88,6 +88,11 @@ def _exact_float_key(ex: np.ndarray) -> np.ndarray:
     return np.concatenate(parts, axis=1) + 0.0  # + 0.0: -0.0 is 0.0
 
 
+#: samples of at most this many tokens find their distinct rows with a dict (np.unique's fixed cost
+#: dominates there: 55 us against 10 us for 8 tokens, measured in ``as_laws`` of 128 samples)
+_SMALL_SAMPLE = 64
+
+
 def _distinct_rows(x: np.ndarray, ex: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """The first index of each distinct row, in order of first appearance, and each row's slot
     among them; rows are compared exactly (the given values ``ex`` when they are not doubles)."""
@@ -106,6 +111,14 @@ def _distinct_rows(x: np.ndarray, ex: np.ndarray | None) -> tuple[np.ndarray, np
         key = ex
     key = np.ascontiguousarray(key)
     # each row as one opaque byte string: equal bytes <=> equal values once -0.0 is gone
+    if key.shape[0] <= _SMALL_SAMPLE:  # a dict of the rows' bytes: 5x faster than np.unique here
+        buf, width = key.tobytes(), key.dtype.itemsize * key.shape[1]
+        slots: dict[bytes, int] = {}
+        slot_s = [slots.setdefault(buf[j * width:(j + 1) * width], len(slots)) for j in range(key.shape[0])]
+        first_of: dict[int, int] = {}
+        for j, sl in enumerate(slot_s):
+            first_of.setdefault(sl, j)
+        return np.fromiter(first_of.values(), np.intp, len(first_of)), np.array(slot_s, dtype=np.intp)
     rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1])))
     _, first, inverse = np.unique(rows.reshape(-1), return_index=True, return_inverse=True)
     order = np.argsort(first)  # distinct rows in order of first appearance
@@ -173,6 +186,7 @@ class Empirical(Family):
     def __post_init__(self) -> None:
         x, ex = as_token_values(self.atoms, "atoms")
         n_tok = x.shape[0]
+        uniform = self.weights is None
         masses = exact_masses(self.weights, n_tok)
         keep = [j for j, mj in enumerate(masses) if mj != 0]
         x = x[keep] + 0.0  # + 0.0 maps -0.0 to 0.0: the two are one point
@@ -181,7 +195,7 @@ class Empirical(Family):
         first, slot = _distinct_rows(x, ex)
         m = first.shape[0]
         counts = np.bincount(slot, minlength=m)
-        if self.weights is None:  # uniform tokens: an atom's mass is its count over N
+        if uniform:  # uniform tokens: an atom's mass is its count over N
             merged = [Fraction(int(c), n_tok) for c in counts]
         else:
             merged = [Fraction(0)] * m
@@ -194,7 +208,9 @@ class Empirical(Family):
         object.__setattr__(self, "weights", tuple(merged))
         object.__setattr__(self, "n_tokens", int(n_tok))
         object.__setattr__(self, "counts", counts)
-        object.__setattr__(self, "_w", np.array([float(v) for v in merged]))
+        # the nearest doubles of the masses; count / N in float64 is correctly rounded (both exact below 2^53)
+        w = counts / n_tok if uniform and n_tok < 2**53 else np.array([float(v) for v in merged])
+        object.__setattr__(self, "_w", w)
         if ex is not None:
             exact = real_values(ex[first], "atoms")[1]  # None when the tokens that round were dropped
             if exact is not None:
