@@ -49,6 +49,21 @@ def _reset_mpmath_precision():
     mpmath.mp.dps = 15
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _short_head_law_budget_for_shared_fixtures():
+    """The same short head-law budget (below) for the whole session: module- and session-scoped
+    fixtures are set up before any per-test fixture, and with the default 20 s each ``screen`` or
+    ``gram`` they ran spent its whole budget on the head law (the gate's and the verifier's fixtures:
+    about 80 s of setup, in no assertion). Processes forked from a worker inherit it; a new
+    interpreter (``subprocess`` of ``python -m ntkcheck``) does not: those runs pass
+    ``--head-law-seconds`` where the head law is not what they test."""
+    from ntkcheck.ntk.heads import law as head_law
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(head_law, "DEFAULT_SECONDS", 0.3)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _short_head_law_budget(monkeypatch):
     """``screen`` and ``gram`` certify the head law's NTK within ``DEFAULT_SECONDS`` (20 s) unless told
