@@ -159,6 +159,7 @@ class Round:
         sums, s = self.sums, self.s
         while sums.heads_gram < gram or (self._form and sums.heads < total):
             if deadline is not None and time.perf_counter() > deadline:
+                self._read_upper()
                 return False
             if sums.heads_gram < gram:  # stream (j, 0): the Gram, and the form while inside the base Gram
                 in_form = self._form and self._ga < self.plan.gram
@@ -207,6 +208,15 @@ class Round:
                 self.outs.append(replace(upper_at(self.s, self.lens, sums, self.delta_j / 2.0, self._seconds()),
                                          round=self.j, side="upper"))
                 self._if, self._lf = i + 1, m
+
+    def _read_upper(self) -> None:
+        """At the deadline: the upper side's confidence sequence read at the heads drawn so far (it holds at
+        every head count at once, so this costs no failure probability)."""
+        sums = self.sums
+        if self._form and sums.heads > self._lf:
+            self.outs.append(replace(upper_at(self.s, self.lens, sums, self.delta_j / 2.0, self._seconds()),
+                                     round=self.j, side="upper"))
+            self._lf = sums.heads
 
     def _seconds(self) -> float:
         return time.perf_counter() - self._t0
@@ -318,8 +328,10 @@ def run_adaptive(s: Setup, delta: float, seconds: float | None,
     stopped, and the heads (Gram, form) a factor 2 would need with the measured rates.
 
     After a round reaches its base sizes, a new round (a new lens from every earlier head) starts when
-    its planned sizes fit in ``_LAST`` of the time left and its Gram at least doubles the current one;
-    otherwise the current round is extended (its sizes doubled, same lens, same streams)."""
+    its planned sizes fit in ``_LAST`` of the time left and both its sides (the Gram and the form) at least
+    double the current round's; otherwise the current round is extended (the side further from the
+    estimate doubled, same lens, same streams). At the deadline the upper side's confidence sequence is
+    read once more at the heads drawn."""
     deadline = None if seconds is None else time.perf_counter() + seconds
     est, rates = Estimate(s.M), Rates()
     cur = Round(s, 0, Lens(None, 1.0, 1.0, s.L), Plan(pilot, pilot), tb.round_delta(delta, 0), stream=0)
@@ -347,7 +359,8 @@ def run_adaptive(s: Setup, delta: float, seconds: float | None,
         square = next((o.w / (o.z * o.z) for o in reversed(outs) if o.z and o.w and math.isfinite(o.w)), 3.0)
         plan, *need_ = plan_next(s, est, cur.lens, Plan(g, tot), t, rates, left, square)
         need = (need_[0], need_[1])
-        if left is None or plan.gram >= 2 * cur.sums.heads_gram:
+        # a new round restarts both sides: only worth it when it can at least double both
+        if left is None or (plan.gram >= 2 * cur.sums.heads_gram and plan.total >= 2 * cur.sums.heads):
             cal = s.block(0, CALIBRATION_HEADS, _CALIB + cur.j + 1)
             lens, Tinv = make_lens(est, s.laws, s.L, cal, plan.gram, t)
             done = outs

@@ -215,6 +215,34 @@ def test_the_bets_of_a_block_are_fixed_before_its_heads(monkeypatch):
     assert one[:4] == two[:4] and one[4:] != two[4:], (one, two)
 
 
+def test_the_deadline_reads_the_upper_sequence_at_the_heads_drawn():
+    """A round interrupted by the deadline reads its upper side's confidence sequence once more at the heads
+    drawn (1000, between the checkpoints 1024 and 2048 of a base of 4096), at the side's delta_j / 2 (the
+    sequence holds at every head count: no further failure probability), and that reading is the bound of
+    those heads (the same as upper_at on them); the lower side gets no extra checkpoint."""
+    import time
+
+    from ntkcheck.cgf import as_laws
+    from ntkcheck.ntk.heads.accumulate import Lens
+    from ntkcheck.ntk.heads.head_range import direction_bound
+    from ntkcheck.ntk.heads.law import _setup
+    from ntkcheck.ntk.heads.rank import atom_span
+
+    samples, _, q, b = TIGHT
+    laws = as_laws([np.array(x)[:, None] for x in samples])
+    s = _setup(laws, atom_span(laws), q_scale=q, b_scale=b, dist="gaussian", seed=3)
+    v = np.array([1.0, -1.0]) / math.sqrt(2.0)
+    lens = Lens(None, 1.0, 1.0, s.L, v, float(v @ v) * (1 - 1e-15), direction_bound(s.laws, v), 0.01)
+    r = rounds.Round(s, 1, lens, rounds.Plan(64, 4096), 0.1, stream=5)
+    assert r.advance(64, 1000, None)
+    before = list(r.outs)
+    assert not r.advance(64, 4096, time.perf_counter() - 1.0)
+    new = r.outs[len(before):]
+    assert [(o.side, o.heads, o.delta) for o in new] == [("upper", 1000, 0.05)]
+    assert new[0].upper == rounds.upper_at(s, lens, r.sums, 0.05, 0.0).upper < math.inf
+    assert all(o.heads < 1000 for o in before if o.side == "upper")
+
+
 def test_adaptive_rounds_cover_and_stop_when_tight(monkeypatch):
     """Adaptive rounds: the pilot (identity lens) first, round j spending at most delta_j = delta / ((j+1)(j+2))
     over the checkpoints of its two sides (the upper side's all at delta_j / 2: one confidence sequence),
