@@ -203,7 +203,8 @@ def betting_upper(s: BetSums, t: float) -> float:
     P = (b + psi * gamma + t) * (1.0 + _SAFE)
     Qc = (a + 2.0 * psi * beta) * (1.0 - _SAFE)
     R = psi * alpha * (1.0 + _SAFE)
-    disc = Qc * Qc - 4.0 * R * P
+    # the root grows as the discriminant shrinks: lowered by its rounding (a few ulps of Qc^2 + 4RP)
+    disc = Qc * Qc - 4.0 * R * P - 8.0 * 2.0**-52 * (Qc * Qc + 4.0 * R * P)
     if not disc > 0:
         return math.inf
     return 2.0 * P / (Qc + math.sqrt(disc) * (1.0 - _SAFE)) * (1.0 + 1e-11)
