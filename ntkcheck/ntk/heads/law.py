@@ -70,8 +70,9 @@ class HeadLawRound:
     and ``draw_upper`` of the bottom of that Gram (preconditioned and truncated when ``kind`` is
     ``"preconditioned"``: ``truncated`` heads scaled to the range ``B``), the upper bound ``form`` of the
     mean quadratic form along the direction, the bounds ``lower``/``upper`` on
-    :math:`\\lambda_{\\min}(K_\\rho)` it gives at failure probability ``delta`` (the deltas of all
-    checkpoints sum to less than the certificate's), and the seconds since the round began."""
+    :math:`\\lambda_{\\min}(K_\\rho)` it gives at failure probability ``delta`` (the lower checkpoints'
+    deltas, plus the upper side's of each round counted once: its checkpoints read one confidence sequence
+    and fail together, sum to less than the certificate's), and the seconds since the round began."""
 
     heads: int
     draw_lower: float | None
