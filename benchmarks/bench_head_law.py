@@ -7,7 +7,10 @@ Gaussian heads with unit scales, ``delta = 1e-6``. Two tables, each from one run
    ``M <= 64``, the head-law budget its default 20 s) or, above, the Gram of the screen's default
    head count. Printed: the draw's ``lambda_min``, the certified ``lower`` and ``upper`` and their
    ratios to it (the aims: ``lower >= 0.5`` and ``upper <= 2`` of the draw), the heads, rounds and
-   seconds, and the heads (seconds) a factor-2 round would still need.
+   seconds, and the heads (seconds) a factor-2 round would still need. ``fm/dr``: the mean of
+   ``v^T X v`` over the heads of the best upper bound, against the draw: ``upper - form`` is the upper
+   bound's statistical term (range and variance), ``form - lower`` bounds the direction's bias
+   ``v^T K_rho v - lambda_min(K_rho)`` (plus the lower bound's own slack).
 2. **Heads per second against the limit.** One block of heads through the features alone (the
    upper bound's heads) and through the preconditioned, truncated Gram (the lower bound's heads),
    timed; the limit is the flop count of one head at the rate of a GEMM of the same shape measured
@@ -57,9 +60,12 @@ def bounds_row(M: int, d: int, N: int, seconds: float) -> None:
     secs = time.perf_counter() - t
     low = hl.lower or 0.0
     up = math.inf if hl.upper is None else hl.upper
+    ups = [r for r in hl.rounds if r.side == "upper" and r.form is not None and r.upper == up]
+    form = ups[-1].form if ups else math.nan  # the mean of v^T X v over the heads of the best upper bound
     need = "-" if hl.heads_estimate is None else f"{hl.heads_estimate:.3g}"
     need_s = "-" if hl.seconds_estimate is None else f"{hl.seconds_estimate:.3g}"
     print(f"{M:>5} {d:>4} {N:>3} {H0:>6} {lam:>9.3g} {low:>9.3g} {up:>9.3g} {low / lam:>6.2f} {up / lam:>6.2f} "
+          f"{form / lam:>6.2f} "
           f"{hl.heads:>9} {len(hl.rounds):>3} {hl.seconds:>7.1f} {secs:>7.1f} {need:>9} {need_s:>7}  {hl.detail}",
           flush=True)
 
@@ -141,7 +147,7 @@ def main() -> None:
     rows = [tuple(int(v) for v in r.split(":")) for r in args.rows]
     rows = [(r[0], r[1], r[2] if len(r) > 2 else 8) for r in rows]
     if not args.rates_only:
-        print("    M    d   N  draw H  draw lam     lower     upper  lo/dr  up/dr     heads ckp  hl s  total s"
+        print("    M    d   N  draw H  draw lam     lower     upper  lo/dr  up/dr  fm/dr     heads ckp  hl s  total s"
               "  need(2x)  need s  stopped because")
         for M, d, N in rows:
             bounds_row(M, d, N, args.seconds)

@@ -8,7 +8,8 @@ accumulates block by block (features never whole)
   so every summand is PSD, below :math:`T X_{\theta_h} T` and of norm at most ``B``
   (``T = I``, ``B = L``: the plain Gram :math:`G_H`, nothing truncated);
 * the quadratic form :math:`\bar Z = \frac1H\sum_h v^T X_{\theta_h} v` along a direction ``v``
-  (an upper bound of it).
+  (an upper bound of it), and the sums of its betting confidence sequence
+  (:class:`~ntkcheck.ntk.heads.tail_bounds.BetSums`, each block at the bet the round fixed before it).
 
 Rounding: the features' entrywise radii (:func:`~ntkcheck.ntk.certificate.rounding.feature_radius`),
 the product ``T F`` (:math:`\|T\|_2 \|F - \hat F\|_F + \gamma_M \||T|\|_2 \|\hat F\|_F`), the scaling
@@ -31,6 +32,7 @@ from ...cgf import Empirical
 from ..certificate import rounding as rnd
 from ..certificate.routes import certify_gram_enclosure
 from ..gram_matrix.features import DEFAULT_CHUNK, Heads, _feature_columns, _groups, init_heads
+from .tail_bounds import BetSums
 
 #: feature entries per block of heads (4 MiB: ``F``, ``T F`` and ``|T F|`` stay in cache), and at
 #: least 512 columns (the rank-k update then runs near matmul speed)
@@ -60,6 +62,9 @@ class Lens:
         :math:`\le |v|^2`.
     Lv : float
         :math:`\ge v^T X_\theta v` for every head (:func:`~ntkcheck.ntk.heads.head_range.direction_bound`).
+    zvar : float
+        A float estimate of the variance of :math:`v^T X_\theta v` from heads drawn for it alone (it only
+        sizes the first bet of the upper bound; nan: none).
     """
 
     T: np.ndarray | None
@@ -69,6 +74,7 @@ class Lens:
     v: np.ndarray | None = None
     v2: float = 0.0
     Lv: float = math.inf
+    zvar: float = math.nan
 
 
 class _NoBar:
@@ -113,6 +119,8 @@ class RoundSums:
         self._z1 = self._z2 = 0.0  # sums of per-head upper bounds of Z_h and Z_h^2
         self._R = max(float(np.max(np.abs(law.atoms))) for law in laws) * math.sqrt(self.d) * (1.0 + 1e-10)
         self.z_finite = True
+        self.bets = BetSums()  # the confidence sequence of the form (tail_bounds.betting_upper)
+        self.bet_lambda = 0.0  # the bet of the next block's heads, fixed before they are drawn
         self.last_scales: np.ndarray | None = None  # s_h of the last block in the Gram (for checks)
         self.seconds_gram = 0.0
         self.seconds_features = 0.0
@@ -190,6 +198,7 @@ class RoundSums:
                                                         + np.sqrt(E2h)) * math.sqrt(vv)) ** 2 * (1.0 + 1e-10)
         self._z1 += float(np.sum(zh))
         self._z2 += float(np.sum(zh * zh))
+        self.bets.add(self.bet_lambda, zh)
 
     def _gram(self, F: np.ndarray, E2h: np.ndarray, bad: np.ndarray, k: int) -> None:
         lens, M, d = self.lens, self.M, self.d

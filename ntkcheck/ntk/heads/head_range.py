@@ -7,11 +7,13 @@ A feature of sample ``i`` is a convex combination of its atoms, so whatever the 
 
     \lambda_{\max}(X_\theta) \le L = \min\Big(\sum_i R_i^2,\ \lambda_{\max}\big(\textstyle\sum_i Z_i^T Z_i\big)\Big),
     \qquad
-    v^T X_\theta v \le L_v = \Big(\big|\textstyle\sum_i s_i \bar z_i\big| + \sum_i \|c_i\|_1 r_i\Big)^2,
+    v^T X_\theta v \le L_v = \Big(\big|\textstyle\sum_i s_i \bar z_i\big| + \sum_i e_i\Big)^2,
+    \quad e_i = \min\big(\|c_i\|_1 r_i,\ |s_i| r_i + \min(C_i^+, C_i^-) D_i\big),
 
 ``R_i`` the largest atom norm of sample ``i``, ``Z_i`` its atoms (rows), :math:`c_{ia} = \sqrt{m_{ia}} v_{ia}`,
 :math:`s_i = \sum_a c_{ia}`, :math:`\bar z_i` any centre and :math:`r_i` the largest distance of an atom
-from it. Derived in ``theory/ntk-head-law.md`` ("The bound on one head"); these ranges are what the
+from it, :math:`C_i^\pm` the sums of the positive and negative :math:`c_{ia}`, :math:`D_i` the diameter of
+sample ``i``. Derived in ``theory/ntk-head-law.md`` ("The bound on one head"); these ranges are what the
 tail bounds of :mod:`ntkcheck.ntk.heads.tail_bounds` need.
 """
 
@@ -56,18 +58,40 @@ def head_bound(laws: Sequence[Empirical]) -> float:
     return min(L1, t) if cert.positive else L1
 
 
+#: samples with more atoms than this use ``2 r_i`` for their diameter (the pairwise distances cost ``N^2 d``)
+_DIAMETER_ATOMS = 512
+
+
+def _diameter_up(X: np.ndarray) -> float:
+    """An upper bound of the largest distance between two rows of ``X`` (the computed differences'
+    norms inflated by their rounding), in slices of at most ``2^20`` entries."""
+    n, d = X.shape
+    step = max(1, (1 << 20) // max(n * d, 1))
+    D = 0.0
+    for a in range(0, n, step):
+        diff = (X[a:a + step, None, :] - X[None, :, :]).reshape(-1, d)
+        D = max(D, float(np.max(norms_up(diff))))
+    return D * (1.0 + 2.0 * _U)
+
+
 def direction_bound(laws: Sequence[Empirical], v: np.ndarray) -> float:
     r""":math:`L_v \ge v^T X_\theta v` for every head :math:`\theta` (``v`` of length ``M``, rows in law
     order).
 
     With :math:`c_{ia} = \sqrt{m_{ia}}\, v_{ia}`, the features :math:`\phi_{ia} \in \mathrm{conv}\, Z_i` and
-    a centre :math:`\bar z_i` (the mean of the atoms) at distance at most :math:`r_i` from every atom,
-    :math:`\sum_a c_{ia}\phi_{ia} = s_i \bar z_i + \sum_a c_{ia}(\phi_{ia} - \bar z_i)`, so
-    :math:`|F_\theta^T v| \le |\sum_i s_i \bar z_i| + \sum_i \|c_i\|_1 r_i`. Evaluated with its rounding:
-    :math:`|c_{ia}|` inflated for the rounded masses, the signed sums charged
-    :math:`\gamma_{M+2} \sum |c_{ia}| |\bar z_i|`, ``r_i`` from the computed differences inflated by
-    their own rounding."""
-    out, off = 0.0, 0
+    a centre :math:`\bar z_i` (the mean of the atoms) at distance at most :math:`r_i` from every atom, the
+    atoms with :math:`c_{ia} > 0` contribute :math:`C_i^+ p` and the others :math:`-C_i^- n` with
+    :math:`p, n \in \mathrm{conv}\, Z_i` (weighted means), :math:`C_i^\pm` the sums of the positive and
+    negative parts, :math:`s_i = C_i^+ - C_i^-`. So
+    :math:`\sum_a c_{ia}\phi_{ia} - s_i \bar z_i = C_i^+(p - \bar z_i) - C_i^-(n - \bar z_i)
+    = s_i (p - \bar z_i) + C_i^-(p - n)` (or the same with ``n``), of norm at most
+    :math:`e_i = \min(\|c_i\|_1 r_i,\ |s_i| r_i + \min(C_i^+, C_i^-) D_i)`, :math:`D_i` the diameter of the
+    atoms, and :math:`|F_\theta^T v| \le |\sum_i s_i \bar z_i| + \sum_i e_i`. Evaluated with its rounding:
+    :math:`C_i^\pm` inflated for the rounded masses (and deflated where they are subtracted), the signed sums
+    charged :math:`\gamma_{M+2} \sum |c_{ia}| |\bar z_i|`, ``r_i`` and ``D_i`` from the computed differences
+    inflated by their own rounding."""
+    out = 0.0
+    off = 0
     tot = np.zeros(laws[0].dim)
     slack = 0.0
     g = rnd.gamma(int(v.size) + laws[0].dim + 4)
@@ -75,11 +99,20 @@ def direction_bound(laws: Sequence[Empirical], v: np.ndarray) -> float:
         n = law.n_atoms
         c = np.sqrt(law.masses) * v[off:off + n]
         off += n
-        ac = float(np.sum(np.abs(c))) * (1.0 + 8.0 * _U + rnd.gamma(n + 2))
+        up = 1.0 + 8.0 * _U + rnd.gamma(n + 2)
+        lo = 1.0 - 8.0 * _U - rnd.gamma(n + 2)
+        cp, cm = float(np.sum(c[c > 0])), float(-np.sum(c[c < 0]))
+        ac = (cp + cm) * up
         zbar = law.atoms.mean(axis=0)
         r = float(np.max(norms_up(law.atoms - zbar))) * (1.0 + 2.0 * _U)
+        e = ac * r
+        if 1 < n <= _DIAMETER_ATOMS:
+            D = _diameter_up(law.atoms)
+            # |s_i| from above: the subtraction's rounding is at most u (cp + cm) in absolute terms
+            s_up = max(cp * up - cm * lo, cm * up - cp * lo, 0.0) + 4.0 * _U * (cp + cm)
+            e = min(e, (s_up * r + min(cp, cm) * up * D) * (1.0 + 4.0 * _U))
         tot += float(np.sum(c)) * zbar
         slack += ac * float(np.linalg.norm(zbar))
-        out += ac * r
+        out += e
     head = float(np.linalg.norm(tot)) * (1.0 + g) + 4.0 * g * slack
-    return ((head + out) * (1.0 + 1e-10)) ** 2
+    return ((head + out * (1.0 + g)) * (1.0 + 1e-10)) ** 2

@@ -18,13 +18,14 @@ probability at least :math:`1 - \delta` over all heads drawn
 
     \lambda_{\min}(K_\rho) \ge x^2/\|T\|^2 - \eta, \quad x^2 + x\sqrt{2Bt/H} + Bt/(3H) = c_T,
     \qquad
-    \lambda_{\min}(K_\rho) \le U(\bar Z)/|v|^2 + \eta,
+    \lambda_{\min}(K_\rho) \le U/|v|^2 + \eta,
 
 the first by Bernstein's inequality along the bottom eigenvector of :math:`T K_\rho T` (``c_T`` a
 certified lower bound of the bottom of the Gram of the heads' :math:`T X_\theta T` truncated to the
-range ``B``; no dimension factor; ``T = I``, ``B = L`` in the pilot round), the second by
-Chernoff-Hoeffding or a second-moment bound for the mean :math:`\bar Z` of :math:`v^T X_\theta v`
-along a direction ``v`` (no factor ``M``; matrix Chernoff in the pilot round); :math:`\eta` covers the
+range ``B``; no dimension factor; ``T = I``, ``B = L`` in the pilot round), the second by a
+betting confidence sequence ``U`` for the mean of :math:`v^T X_\theta v` along a direction ``v``
+(:func:`~ntkcheck.ntk.heads.tail_bounds.betting_upper`: no factor ``M``, valid at every head count
+at once; matrix Chernoff in the pilot round); :math:`\eta` covers the
 rounding of the drawn heads and, for Gaussian heads, of the reduction to the span of the atoms.
 The heads are drawn in blocks, their sums accumulated with proved errors
 (:mod:`~ntkcheck.ntk.heads.accumulate`); the rounds (:mod:`~ntkcheck.ntk.heads.rounds`) run until
@@ -69,8 +70,9 @@ class HeadLawRound:
     and ``draw_upper`` of the bottom of that Gram (preconditioned and truncated when ``kind`` is
     ``"preconditioned"``: ``truncated`` heads scaled to the range ``B``), the upper bound ``form`` of the
     mean quadratic form along the direction, the bounds ``lower``/``upper`` on
-    :math:`\\lambda_{\\min}(K_\\rho)` it gives at failure probability ``delta`` (the deltas of all
-    checkpoints sum to less than the certificate's), and the seconds since the round began."""
+    :math:`\\lambda_{\\min}(K_\\rho)` it gives at failure probability ``delta`` (the lower checkpoints'
+    deltas, plus the upper side's of each round counted once: its checkpoints read one confidence sequence
+    and fail together, sum to less than the certificate's), and the seconds since the round began."""
 
     heads: int
     draw_lower: float | None

@@ -12,7 +12,8 @@ From a float estimate :math:`\hat K` of :math:`K_\rho` (earlier rounds' heads), 
   drawn for this purpose (never the round's), and :math:`\|T\|^2 L` (nothing truncated), the one
   whose predicted lower bound is largest: truncation lowers the mean along the bottom direction
   (predicted from the calibration heads) and shrinks the range;
-* ``v``: the bottom eigenvector of :math:`\hat K`.
+* ``v``: the bottom eigenvector of :math:`\hat K` (and, from the calibration heads, the variance of
+  :math:`v^T X_\theta v` that sizes the first bet of the upper bound).
 
 Any choice is sound (the bounds hold for every fixed lens); a good one needs far fewer heads.
 Derived in ``theory/ntk-head-law.md`` ("Preconditioned and truncated").
@@ -100,15 +101,19 @@ def _abs_norm_bound(T: np.ndarray) -> float:
     return float(np.max((A @ y) / y)) * (1.0 + rnd.gamma(T.shape[0] + 4))
 
 
-def _calibrate(laws: Sequence[Empirical], T: np.ndarray, v: np.ndarray, Q: np.ndarray,
-               b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    r"""Float :math:`\lambda_{\max}(T X_\theta T)` and :math:`v^T T X_\theta T v` for the calibration
-    heads ``(Q, b)``."""
+def _features(laws: Sequence[Empirical], Q: np.ndarray, b: np.ndarray) -> np.ndarray:
+    r"""Rows :math:`\sqrt{m_{ia}}\,\phi_{ia}` of the heads ``(Q, b)`` side by side (``M x k d``, float)."""
     k, d = Q.shape[0], Q.shape[2]
-    M = T.shape[0]
-    F = np.empty((M, k * d))
+    F = np.empty((sum(law.n_atoms for law in laws), k * d))
     _feature_columns(_groups(list(laws), 1), Heads(Q, b), 0, k, F, DEFAULT_CHUNK, _NoBar())
-    C = (T @ F).reshape(M, k, d)
+    return F
+
+
+def _calibrate(T: np.ndarray, v: np.ndarray, F: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""Float :math:`\lambda_{\max}(T X_\theta T)` and :math:`v^T T X_\theta T v` for the calibration
+    heads (features ``F`` of ``k`` heads)."""
+    M = T.shape[0]
+    C = (T @ F).reshape(M, k, -1)
     S = np.einsum("mki,mkj->kij", C, C)
     y = np.einsum("mki,m->ki", C, v)
     return np.linalg.eigvalsh(S)[:, -1], np.sum(y * y, axis=1)
@@ -144,8 +149,12 @@ def make_lens(est: Estimate, laws: Sequence[Empirical], L: float, calib: tuple[n
     v = np.ascontiguousarray(U[:, 0])
     v2 = float(v @ v) * (1.0 - rnd.gamma(v.size + 2))
     Lv = min(L * float(v @ v) * (1.0 + rnd.gamma(v.size + 2)), direction_bound(laws, v))
+    k = calib[0].shape[0]
+    F = _features(laws, *calib)
+    yv = (F.T @ v).reshape(k, -1)
+    zvar = float(np.var(np.sum(yv * yv, axis=1)))  # of v^T X v on the calibration heads: sizes the first bet
     if CHOICE == "identity" or not (w[0] > 1e-12 * w[-1] > 0):
-        return Lens(None, 1.0, 1.0, L, v, v2, Lv), None
+        return Lens(None, 1.0, 1.0, L, v, v2, Lv, zvar), None
     eps = 0.5 * float(w[0])
     r = 1.0 / np.sqrt(w + eps)
     T = (U * r) @ U.T
@@ -153,12 +162,12 @@ def make_lens(est: Estimate, laws: Sequence[Empirical], L: float, calib: tuple[n
     Tinv = (U * (1.0 / r)) @ U.T
     tau = _norm_bound(T.copy(), float(r.max()))
     tau2 = tau * tau * (1.0 + 4.0 * rnd.U)
-    ell, y = _calibrate(laws, T, v, *calib)
+    ell, y = _calibrate(T, v, F, k)
     mu = max(float(w[0] / (w[0] + eps)), 0.0)  # lambda_min(T K^ T)
     B, pred = choose_range(ell, y, tau2 * L, mu, heads, t)
     if CHOICE == "auto" and pred / tau2 <= bernstein_lower(float(w[0]), L, heads, t):
-        return Lens(None, 1.0, 1.0, L, v, v2, Lv), None  # the identity is predicted to do better
-    return Lens(T, tau2, _abs_norm_bound(T), B, v, v2, Lv), Tinv
+        return Lens(None, 1.0, 1.0, L, v, v2, Lv, zvar), None  # the identity is predicted to do better
+    return Lens(T, tau2, _abs_norm_bound(T), B, v, v2, Lv, zvar), Tinv
 
 
 def predicted_mu(est: Estimate, lens: Lens) -> float:

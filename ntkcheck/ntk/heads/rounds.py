@@ -1,14 +1,15 @@
 r"""The rounds of the head-law certificate: each draws fresh heads, reads its sums through a lens
 chosen from the heads before it, and turns them into bounds at its share of the failure probability.
 
-Round ``j`` spends at most :math:`\delta_j = \delta/((j+1)(j+2))` over the checkpoints of its two
-sides; the statements of all checkpoints hold together with probability at least
-:math:`1 - \sum_j \delta_j > 1 - \delta`, so the certificate keeps the largest lower and the smallest
-upper bound among them. Round 0 (the
+Round ``j`` spends at most :math:`\delta_j = \delta/((j+1)(j+2))`: half over the checkpoints of its
+lower side (:func:`share`), half on its upper side, whose checkpoints are read off one confidence
+sequence (one event for all of them); the statements of all checkpoints hold together with
+probability at least :math:`1 - \sum_j \delta_j > 1 - \delta`, so the certificate keeps the largest
+lower and the smallest upper bound among them. Round 0 (the
 pilot) uses the identity lens: Bernstein with the range ``L`` below, matrix Chernoff above. Later
 rounds use the preconditioned, truncated Gram below (Bernstein with the range ``B``, divided by
-:math:`\|T\|^2`) and the quadratic form along ``v`` above (scalar Chernoff-Hoeffding, no
-:math:`\log M`). A round's lens and base sizes are fixed before its heads are drawn, from the clock
+:math:`\|T\|^2`) and the quadratic form along ``v`` above (a betting confidence sequence with the
+range ``L_v``, no :math:`\log M`). A round's lens and base sizes are fixed before its heads are drawn, from the clock
 and from earlier heads only, and every checkpoint's heads are fixed in advance; a round the
 deadline interrupts keeps the checkpoints it reached (``theory/ntk-head-law.md``, "Adaptive rounds").
 """
@@ -102,8 +103,8 @@ class Plan:
 
 
 def share(delta_j: float, i: int) -> float:
-    r"""Failure probability of checkpoint ``i`` of one side of round ``j``:
-    :math:`\frac{\delta_j}{2} \frac{1}{(i+1)(i+2)}` (summed over all checkpoints of both sides: :math:`\delta_j`)."""
+    r"""Failure probability of checkpoint ``i`` of the lower side of round ``j`` (and of both sides of the pilot):
+    :math:`\frac{\delta_j}{2} \frac{1}{(i+1)(i+2)}` (summed over all checkpoints of a side: :math:`\delta_j / 2`)."""
     return delta_j / (2.0 * (i + 1) * (i + 2))
 
 
@@ -120,8 +121,10 @@ class Round:
     ``plan.gram`` of those, then the blocks of stream ``(j, 1)``: every checkpoint's set of heads is
     fixed in advance, whatever the schedule later decides. Each side has checkpoints at
     :func:`checkpoint` sizes (a quarter of its base, half, the base, then doublings, as far as the
-    round is extended), checkpoint ``i`` at failure probability :func:`share`; a checkpoint smaller than
-    ``MIN_HEADS`` (but the base) is skipped."""
+    round is extended), a checkpoint smaller than ``MIN_HEADS`` (but the base) skipped. Checkpoint ``i`` of
+    the lower side fails with probability :func:`share`; the upper side's checkpoints all read one
+    confidence sequence, failing together with probability ``delta_j / 2``; its bets are fixed before
+    each block from the form's earlier heads (:meth:`_bet`)."""
 
     def __init__(self, s: Setup, j: int, lens: Lens, plan: Plan, delta_j: float, stream: int,
                  single: bool = False) -> None:
@@ -156,6 +159,7 @@ class Round:
         sums, s = self.sums, self.s
         while sums.heads_gram < gram or (self._form and sums.heads < total):
             if deadline is not None and time.perf_counter() > deadline:
+                self._read_upper()
                 return False
             if sums.heads_gram < gram:  # stream (j, 0): the Gram, and the form while inside the base Gram
                 in_form = self._form and self._ga < self.plan.gram
@@ -164,6 +168,7 @@ class Round:
                 if in_form:
                     c = min(c, self.plan.gram - self._ga,
                             self._next(self.plan.total, self._if, self._lf)[0] - sums.heads)
+                    sums.bet_lambda = self._bet(total)
                 Q, b = s.block(self._ka, c, 2 * self.stream)
                 self._ka += 1
                 self._ga += c
@@ -171,11 +176,23 @@ class Round:
             else:  # stream (j, 1): the form only
                 c = min(sums.per_block(False), total - sums.heads,
                         self._next(self.plan.total, self._if, self._lf)[0] - sums.heads)
+                sums.bet_lambda = self._bet(total)
                 Q, b = s.block(self._kb, c, 2 * self.stream + 1)
                 self._kb += 1
                 sums.add(Q, b, gram=False, form=True)
             self._check()
         return True
+
+    def _bet(self, total: int) -> float:
+        """The bet of the next block of the form (:func:`~ntkcheck.ntk.heads.tail_bounds.bet`), from the heads
+        before it only: tuned for ``total`` heads with the variance of the form so far (of the lens's
+        calibration heads while fewer than ``CALIBRATION_HEADS`` have entered)."""
+        sums = self.sums
+        var = self.lens.zvar
+        if sums.heads >= CALIBRATION_HEADS:
+            z, w = sums.form_moments()
+            var = w - z * z
+        return tb.bet(self.lens.Lv, math.log(2.0 / self.delta_j), total, var)
 
     def _check(self) -> None:
         """Bounds at the checkpoints just reached."""
@@ -188,9 +205,18 @@ class Round:
         if self._form:
             m, i = self._next(self.plan.total, self._if, self._lf)
             if sums.heads == m:
-                self.outs.append(replace(upper_at(self.s, self.lens, sums, self._share(i), self._seconds()),
+                self.outs.append(replace(upper_at(self.s, self.lens, sums, self.delta_j / 2.0, self._seconds()),
                                          round=self.j, side="upper"))
                 self._if, self._lf = i + 1, m
+
+    def _read_upper(self) -> None:
+        """At the deadline: the upper side's confidence sequence read at the heads drawn so far (it holds at
+        every head count at once, so this costs no failure probability)."""
+        sums = self.sums
+        if self._form and sums.heads > self._lf:
+            self.outs.append(replace(upper_at(self.s, self.lens, sums, self.delta_j / 2.0, self._seconds()),
+                                     round=self.j, side="upper"))
+            self._lf = sums.heads
 
     def _seconds(self) -> float:
         return time.perf_counter() - self._t0
@@ -221,14 +247,14 @@ def lower_at(s: Setup, lens: Lens, sums: RoundSums, delta: float, seconds: float
 
 
 def upper_at(s: Setup, lens: Lens, sums: RoundSums, delta: float, seconds: float) -> Outcome:
-    """The upper bound from the quadratic form along ``v`` over the heads so far, failing with probability
-    ``delta``: the smaller of Chernoff-Hoeffding (``delta / 2``) and the second-moment bound (``delta / 2``,
-    two events of ``delta / 4``), with the range ``L_v``, divided by :math:`|v|^2`."""
+    """The upper bound from the quadratic form along ``v`` over the heads so far: the confidence sequence
+    :func:`~ntkcheck.ntk.heads.tail_bounds.betting_upper` with the range ``L_v``, divided by :math:`|v|^2`.
+    It holds at every number of heads at once, so all checkpoints of the side fail together with
+    probability at most ``delta`` (half of the round's)."""
     z, w = sums.form_moments()
     U = math.inf
-    if math.isfinite(z):
-        U = min(tb.chernoff_upper(z, lens.Lv, sums.heads, math.log(2.0 / delta)),
-                tb.second_moment_upper(z, w, lens.Lv, sums.heads, math.log(4.0 / delta))) / lens.v2
+    if math.isfinite(z) and sums.z_finite:
+        U = tb.betting_upper(sums.bets, math.log(1.0 / delta)) / lens.v2
     return _outcome(s, lens, sums, None, math.inf, z, w, 0.0, U * (1.0 + 1e-12) + s.eta, delta, seconds)
 
 
@@ -266,12 +292,9 @@ def plan_next(s: Setup, est: Estimate, lens: Lens, prev: Plan, t: float, rates: 
     two_g = tb.heads_for_lower(0.5, rng, t) * rng * t / mu if mu > 0 else math.inf
     z = predicted_form(est, lens)
     want_u = two_u = math.inf
-    if z > 0:  # the better of Chernoff-Hoeffding and the second-moment bound (mean square ``square z^2``)
-        t8 = t + math.log(4.0)
-        want_u = min(tb.heads_for_upper(1.0 / _AIM) * lens.Lv * t / z,
-                     tb.heads_for_second_moment(1.0 / _AIM, z, square * z * z, lens.Lv, t8))
-        two_u = min(tb.heads_for_upper(2.0) * lens.Lv * t / z,
-                    tb.heads_for_second_moment(2.0, z, square * z * z, lens.Lv, t8))
+    if z > 0:  # the confidence sequence with the mean square ``square z^2`` seen so far
+        want_u = tb.heads_for_betting(1.0 / _AIM, z, square * z * z, lens.Lv, t)
+        two_u = tb.heads_for_betting(2.0, z, square * z * z, lens.Lv, t)
     gram = int(min(max(want_g, MIN_HEADS), _GROWTH * max(prev.gram, MIN_HEADS), MAX_HEADS))
     total = int(min(max(want_u, gram), _GROWTH * max(prev.total, MIN_HEADS), MAX_HEADS))
     plan = Plan(gram, max(total, gram))
@@ -305,8 +328,10 @@ def run_adaptive(s: Setup, delta: float, seconds: float | None,
     stopped, and the heads (Gram, form) a factor 2 would need with the measured rates.
 
     After a round reaches its base sizes, a new round (a new lens from every earlier head) starts when
-    its planned sizes fit in ``_LAST`` of the time left and its Gram at least doubles the current one;
-    otherwise the current round is extended (its sizes doubled, same lens, same streams)."""
+    its planned sizes fit in ``_LAST`` of the time left and both its sides (the Gram and the form) at least
+    double the current round's; otherwise the current round is extended (the side further from the
+    estimate doubled, same lens, same streams). At the deadline the upper side's confidence sequence is
+    read once more at the heads drawn."""
     deadline = None if seconds is None else time.perf_counter() + seconds
     est, rates = Estimate(s.M), Rates()
     cur = Round(s, 0, Lens(None, 1.0, 1.0, s.L), Plan(pilot, pilot), tb.round_delta(delta, 0), stream=0)
@@ -334,7 +359,8 @@ def run_adaptive(s: Setup, delta: float, seconds: float | None,
         square = next((o.w / (o.z * o.z) for o in reversed(outs) if o.z and o.w and math.isfinite(o.w)), 3.0)
         plan, *need_ = plan_next(s, est, cur.lens, Plan(g, tot), t, rates, left, square)
         need = (need_[0], need_[1])
-        if left is None or plan.gram >= 2 * cur.sums.heads_gram:
+        # a new round restarts both sides: only worth it when it can at least double both
+        if left is None or (plan.gram >= 2 * cur.sums.heads_gram and plan.total >= 2 * cur.sums.heads):
             cal = s.block(0, CALIBRATION_HEADS, _CALIB + cur.j + 1)
             lens, Tinv = make_lens(est, s.laws, s.L, cal, plan.gram, t)
             done = outs
