@@ -20,6 +20,7 @@ from ntkcheck.cgf import as_laws
 from ntkcheck.cli import main
 from ntkcheck.errors import InputError
 from ntkcheck.ntk import init_heads
+from ntkcheck.ntk.heads import law as head_law
 from ntkcheck.screening import default_head_count
 
 
@@ -37,7 +38,12 @@ def _rounded_product(perturb: float = 0.0) -> list[np.ndarray]:
 
 @pytest.fixture(scope="module")
 def reports():
-    return {p: screen(_rounded_product(p)) for p in (0.0, 1e-12)}
+    """The two reproducers, screened once for the module. With the suite's short head-law budget:
+    conftest's autouse fixture that sets it is per test, and a module fixture is set up before it
+    (with the default 20 s, each screening of these data spent its whole 20 s on the head law)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(head_law, "DEFAULT_SECONDS", 0.3)
+        return {p: screen(_rounded_product(p)) for p in (0.0, 1e-12)}
 
 
 @pytest.mark.parametrize("perturb", [0.0, 1e-12])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from fractions import Fraction as F
 
 import numpy as np
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 import ntkcheck as nk
 from ntkcheck.cgf.empirical import FLOAT_VIEW_MIN_NORM, Empirical, as_laws, require_float_view
+from ntkcheck.cli import main
 from ntkcheck.errors import InputError
 
 LD = np.longdouble
@@ -37,8 +39,21 @@ def _tiny_pair() -> np.ndarray:
 
 
 def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
+    """``python -W error -m ntkcheck ARGS`` in a process of its own: the interpreter's exit status."""
     return subprocess.run([sys.executable, "-W", "error", "-m", "ntkcheck", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=600)
+
+
+def _in_process(capsys, *args: str) -> tuple[int, str, str]:
+    """``ntkcheck ARGS`` in this process (``cli.main``, which ``python -m ntkcheck`` exits with), every
+    warning an error as under the child's ``-W error``: ``(exit status, stdout, stderr)``. A Python
+    start-up and ``import ntkcheck`` (1-2 s) per case is saved; each test still runs one case in a
+    process of its own (:func:`_cli`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
 @needs_wide
@@ -98,20 +113,26 @@ def _write_both(tmp_path) -> list[str]:
     return names
 
 
-def test_collapsed_float64_view_is_refused_by_the_float_routes(tmp_path):
+def test_collapsed_float64_view_is_refused_by_the_float_routes(tmp_path, capsys, monkeypatch):
     """The CSV decimals (and the long doubles) are read exactly: decide exits 0 (independent, as the
     exact rank above says); screen and gram run the Gram in float64, where 0 and 1e-400 are one
     double, and refuse with one line naming the samples and atoms (exit 2), no traceback and no
-    warning (the interpreter runs with -W error)."""
+    warning (every warning an error: the interpreter runs with -W error). ``screen`` on the CSV runs
+    in a process of its own (the interpreter's exit status), the other cases in this one."""
+    monkeypatch.chdir(tmp_path)
     for name in _write_both(tmp_path):
-        out = _cli("decide", name, cwd=tmp_path)
-        assert out.returncode == 0, out.stdout + out.stderr
+        code, out, err = _in_process(capsys, "decide", name)
+        assert code == 0, out + err
         for cmd in ("screen", "gram"):
-            out = _cli(cmd, name, "--no-progress", cwd=tmp_path)
-            assert out.returncode == 2, (cmd, name, out.stdout + out.stderr)
-            err = out.stderr.strip().splitlines()
-            assert len(err) == 1 and "sample 0: atoms 0 and 1 are distinct" in err[0], out.stderr
-            assert "same nearest doubles" in err[0] and "Traceback" not in out.stderr
+            if (cmd, name) == ("screen", "tiny.csv"):
+                res = _cli(cmd, name, "--no-progress", cwd=tmp_path)
+                code, out, err = res.returncode, res.stdout, res.stderr
+            else:
+                code, out, err = _in_process(capsys, cmd, name, "--no-progress")
+            assert code == 2, (cmd, name, out + err)
+            lines = err.strip().splitlines()
+            assert len(lines) == 1 and "sample 0: atoms 0 and 1 are distinct" in lines[0], err
+            assert "same nearest doubles" in lines[0] and "Traceback" not in err
 
 
 def test_screen_refuses_a_collapsed_view_in_the_api():
@@ -123,17 +144,24 @@ def test_screen_refuses_a_collapsed_view_in_the_api():
 
 
 @pytest.mark.parametrize("scale", [1e-200, 5e-324, 1e-142])
-def test_tokens_too_small_for_the_float64_gram_are_refused(scale, tmp_path):
+def test_tokens_too_small_for_the_float64_gram_are_refused(scale, tmp_path, capsys, monkeypatch):
     """Doubles whose Gram entries (at most R^2) fall below the normal range with room for the
     resolution 1e-26: refused with the norm and the bound, before the head-law step divides by the
     trace sum R_i^2 (which underflowed to 0: ZeroDivisionError, exit 4, before). Independent check
-    of the boundary: R^2 1e-26 < 2.2e-308 exactly when R < FLOAT_VIEW_MIN_NORM."""
+    of the boundary: R^2 1e-26 < 2.2e-308 exactly when R < FLOAT_VIEW_MIN_NORM. ``screen`` at 5e-324
+    runs in a process of its own (the interpreter's exit status under -W error), the rest in this
+    one with every warning an error."""
     assert scale < FLOAT_VIEW_MIN_NORM and FLOAT_VIEW_MIN_NORM**2 * 1e-26 == pytest.approx(2.2250738585072014e-308)
     np.save(tmp_path / "small.npy", np.array([[[0.0], [scale]], [[scale / 2], [-scale]]]))
+    monkeypatch.chdir(tmp_path)
     for cmd in ("screen", "gram"):
-        out = _cli(cmd, "small.npy", "--no-progress", cwd=tmp_path)
-        assert out.returncode == 2, out.stdout + out.stderr
-        assert "largest token norm" in out.stderr and "Traceback" not in out.stderr
+        if (cmd, scale) == ("screen", 5e-324):
+            res = _cli(cmd, "small.npy", "--no-progress", cwd=tmp_path)
+            code, out, err = res.returncode, res.stdout, res.stderr
+        else:
+            code, out, err = _in_process(capsys, cmd, "small.npy", "--no-progress")
+        assert code == 2, out + err
+        assert "largest token norm" in err and "Traceback" not in err
     with pytest.raises(InputError, match="largest token norm"):
         require_float_view(as_laws([np.array([[scale, 0.0]])]), "the Gram")
 

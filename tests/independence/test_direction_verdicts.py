@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import ntkcheck as nk
 import ntkcheck.independence.decision as decision_module
 from ntkcheck import Verdict
+from ntkcheck.cli import main
 
 #: projections on e1 coincide ({0, 1} twice); along (1, 1) they are {0, 1} and {5, -2}
 PAIR = [np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 5.0], [1.0, -3.0]])]
@@ -34,8 +35,16 @@ def _rank_along(samples, w, K=6) -> int:
 
 
 def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
+    """``python -m ntkcheck ARGS`` in a process of its own: the interpreter's exit status."""
     return subprocess.run([sys.executable, "-m", "ntkcheck", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=600)
+
+
+def _in_process(capsys, *args: str) -> tuple[int, str]:
+    """``ntkcheck ARGS`` in this process (``cli.main``, which ``python -m ntkcheck`` exits with):
+    ``(exit status, stdout)``; no Python start-up and ``import ntkcheck`` (1-2 s) per run."""
+    code = main(list(args))
+    return code, capsys.readouterr().out
 
 
 def test_reference_dependent_along_e1_strongly_independent():
@@ -59,23 +68,25 @@ def test_api_dependence_along_one_direction_is_not_strong_dependence():
     assert at.independent and "along w = (1, 1)" in at.sentence
 
 
-def test_cli_exit_status_and_headline(tmp_path):
+def test_cli_exit_status_and_headline(tmp_path, capsys, monkeypatch):
     """``decide --property strong --direction 1,0``: exit 3 (was 1, 'dependent'), the headline names
-    w; without --direction exit 0 with the direction found in the headline; at (1, 1) exit 0."""
+    w; without --direction exit 0 with the direction found in the headline; at (1, 1) exit 0. The
+    first run is an interpreter of its own (its exit status), the others ``cli.main`` in this process."""
     np.save(tmp_path / "p.npy", np.stack(PAIR))
     out = _cli("decide", "p.npy", "--property", "strong", "--direction", "1,0", cwd=tmp_path)
     assert out.returncode == 3, out.stdout + out.stderr
     head = " ".join(out.stdout.split())
     assert "at the direction w = (1, 0) given" in head and "Along w = (1, 0)" in head
-    out = _cli("decide", "p.npy", "--property", "strong", "--direction", "1,0", "--json", cwd=tmp_path)
-    d = json.loads(out.stdout)
-    assert d["verdict"] == "inconclusive" and "Along w = (1, 0)" in d["sentence"]
-    for extra, code in (([], 0), (["--direction", "1,1"], 0)):
-        out = _cli("decide", "p.npy", "--property", "strong", *extra, cwd=tmp_path)
-        assert out.returncode == code and "certified along w = (" in " ".join(out.stdout.split())
+    monkeypatch.chdir(tmp_path)
+    code, stdout = _in_process(capsys, "decide", "p.npy", "--property", "strong", "--direction", "1,0", "--json")
+    d = json.loads(stdout)
+    assert code == 3 and d["verdict"] == "inconclusive" and "Along w = (1, 0)" in d["sentence"]
+    for extra, want in (([], 0), (["--direction", "1,1"], 0)):
+        code, stdout = _in_process(capsys, "decide", "p.npy", "--property", "strong", *extra)
+        assert code == want and "certified along w = (" in " ".join(stdout.split())
 
 
-def test_translates_are_strongly_dependent_whatever_w(tmp_path):
+def test_translates_are_strongly_dependent_whatever_w(tmp_path, capsys, monkeypatch):
     """A translate is dependent along every direction (the shift only moves order 1): with a direction
     given, weak dependence is proved and the verdict is 'dependent' (exit 1), worded 'along every
     direction'. Reference: orders 2..6 equal along three directions (Fraction)."""
@@ -87,7 +98,8 @@ def test_translates_are_strongly_dependent_whatever_w(tmp_path):
     dec = nk.decide([A, B], "strong", direction=[1, 0])
     assert dec.dependent and "along every direction" in dec.sentence
     np.save(tmp_path / "t.npy", np.stack([A, B]))
-    assert _cli("decide", "t.npy", "--property", "strong", "--direction", "3,-2", cwd=tmp_path).returncode == 1
+    monkeypatch.chdir(tmp_path)
+    assert _in_process(capsys, "decide", "t.npy", "--property", "strong", "--direction", "3,-2")[0] == 1
 
 
 @settings(max_examples=30, deadline=None)

@@ -211,8 +211,7 @@ def gram_lambda_min(laws: list[dict], Q: np.ndarray, b: np.ndarray, dps: int = 6
                     feat += [sum(ek * y[r] for ek, y in zip(e, X)) / tot for r in range(d)]
                 rows.append([v * mpmath.sqrt(ms[j] / H) for v in feat])
         F = mpmath.matrix(rows)
-        E, _ = mpmath.eigsy(F * F.T)
-        return min(E)
+        return min(mpmath.eigsy(F * F.T, eigvals_only=True))  # no eigenvectors: the same values, ~4x faster
 
 
 def heads_of(rec: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -225,7 +224,7 @@ def matrix_lambda_min(A: np.ndarray) -> mpmath.mpf:
     with mpmath.workdps(50):
         M = mpmath.matrix([[(_mp(Fraction(float(A[i, j]))) + _mp(Fraction(float(A[j, i])))) / 2 for j in range(n)]
                            for i in range(n)])
-        return min(mpmath.eigsy(M)[0])
+        return min(mpmath.eigsy(M, eigvals_only=True))
 
 
 # ------------------------------------------------------------------------------------ the truth

@@ -170,8 +170,12 @@ def _features_arb(laws: Sequence[Empirical], heads: Heads, prec: int) -> arb_mat
         rows: list[list[arb]] = []  # rows of F (without the weight), concatenated over heads
         sw: list[arb] = []
         # balls around the exact values given (a double exactly; 1/10 or a long double as a tight ball)
-        Qa = [arb_mat([[_arb_q(v) for v in row] for row in heads.rational_Q(h)]) for h in range(H)]
-        ba = [[_arb_q(v) for v in heads.rational_b(h)] for h in range(H)]
+        if heads.rounded:
+            Qa = [arb_mat([[_arb_q(v) for v in row] for row in heads.rational_Q(h)]) for h in range(H)]
+            ba = [[_arb_q(v) for v in heads.rational_b(h)] for h in range(H)]
+        else:  # the doubles are the values given: arb of a double is that double exactly (radius 0)
+            Qa = [arb_mat(heads.Q[h].tolist()) for h in range(H)]  # not a Fraction per entry: d^2 per head
+            ba = [[arb(v) for v in heads.b[h].tolist()] for h in range(H)]
         for law in laws:
             X = law.atoms
             XA = arb_mat([[_arb_q(v) for v in row] for row in law.rational_atoms()])

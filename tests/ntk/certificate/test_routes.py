@@ -226,3 +226,21 @@ def test_mutation_without_the_cholesky_allowance_is_caught(monkeypatch):
     mutant = certify_gram_enclosure(G, 0.0)
     exact_lambda_min = 0.0
     assert mutant.positive and not (mutant.lower_bound <= exact_lambda_min)
+
+
+@pytest.mark.parametrize("prec", [53, 128])
+def test_arb_features_of_double_heads_are_those_of_their_rationals(monkeypatch, prec):
+    """Heads held as doubles enter the Arb features as exact balls (``arb`` of a double, radius 0),
+    not through one ``Fraction`` per entry. Reference: the same heads forced through the rational
+    route (``rounded`` planted True: every entry as ``Fraction`` then ``fmpq``); the two feature
+    matrices must be equal entry by entry, midpoint and radius (exact inputs at >= 53 bits are
+    exact balls either way). Mutation caught: a fast path that rounds the doubles (e.g. to float32)."""
+    laws = _laws(5, 2, 3, 4, weighted=True)
+    heads = init_heads(3, 4, seed=2)
+    fast = _features_arb(laws, heads, prec)
+    monkeypatch.setattr(type(heads), "rounded", property(lambda self: True))
+    slow = _features_arb(laws, heads, prec)
+    assert (fast.nrows(), fast.ncols()) == (slow.nrows(), slow.ncols())
+    for i in range(fast.nrows()):
+        for j in range(fast.ncols()):
+            assert fast[i, j].mid() == slow[i, j].mid() and fast[i, j].rad() == slow[i, j].rad(), (i, j)
