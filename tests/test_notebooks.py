@@ -7,6 +7,10 @@ reader running it in Jupyter would — with ``NTKCHECK_NOTEBOOK_SMALL=1`` (small
 and the figures redirected to a temporary directory. The kernel route (rather than
 ``runpy``) is used because it is what the notebooks are for: it catches cells that only
 work when run as a script, e.g. a reliance on ``__file__``.
+
+The kernel gets one BLAS thread, as each xdist worker has (``tests/suite_run.py``): with the
+default two, beside the other worker on two cores, the spinning threads of the many small
+Cholesky factorisations of notebook 04's certificate cell doubled its CPU time (11 s against 4.7 s).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ pytest.importorskip("ipykernel", reason="notebook tests need the test extras (ip
 
 #: per-cell timeout: generous against a loaded 2-core machine (each notebook takes ~10-20 s)
 CELL_TIMEOUT = 300
+#: one BLAS (and OpenMP) thread in the kernel, as in each xdist worker
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 #: notebook -> (verdict variables, figures it writes)
 EXPECTED = {
@@ -59,6 +65,8 @@ def _run(name: str, variables: tuple[str, ...], figure_dir: Path, monkeypatch: p
     probe = "import json as _json\nprint('VERDICTS=' + _json.dumps({" + pairs + "}))"
     nb.cells.append(nbformat.v4.new_code_cell(probe))
     # The kernel inherits this process's environment.
+    for var, value in ONE_THREAD.items():
+        monkeypatch.setenv(var, value)
     monkeypatch.setenv("NTKCHECK_NOTEBOOK_SMALL", "1")
     monkeypatch.setenv("NTKCHECK_FIGURE_DIR", str(figure_dir))
     # no MPLBACKEND: the kernel picks matplotlib's inline backend, as in Jupyter
@@ -158,6 +166,8 @@ def test_a_notebook_runs_from_another_folder(tmp_path: Path, monkeypatch: pytest
     import nbclient
 
     nb = jupytext.read(NOTEBOOKS / "02_overlap.py")
+    for var, value in ONE_THREAD.items():
+        monkeypatch.setenv(var, value)
     monkeypatch.setenv("NTKCHECK_NOTEBOOK_SMALL", "1")
     monkeypatch.setenv("NTKCHECK_FIGURE_DIR", str(tmp_path / "figures"))
     monkeypatch.delenv("MPLBACKEND", raising=False)
