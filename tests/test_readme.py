@@ -15,7 +15,9 @@ nothing may have been written outside ``out/`` (issue 25: ``my_tokens.npy``, ``s
 
 Each shell block is its own test, in its own copy of the repository, so that the two xdist workers
 share them; a block that reads a file of ``out/`` an earlier block writes (the certificate block
-reads ``out/my_tokens.npy``) first runs the earlier line that writes it. The subprocesses get one
+reads ``out/my_tokens.npy``) first runs the earlier line that writes it, and one that writes into
+``out/`` without making it (the sweep, the experiments) first makes it, as the README's earlier
+blocks left it. The test suite's own block has nothing to run here. The subprocesses get one
 BLAS thread, as each xdist worker has (``tests/suite_run.py``): with the default, every command
 ran two BLAS threads beside the other worker on two cores, and the spinning threads doubled the
 CPU time of the Gram and convergence commands (the real-sentence screen: 21 s of CPU against 7 s).
