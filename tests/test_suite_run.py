@@ -103,7 +103,10 @@ def run(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(where=WHERE, test_0_module_fixture=MODULE_FIXTURE, test_costs=COSTS,
                         test_timed_a=TIMED.format(name="timed_a"), test_timed_b=TIMED.format(name="timed_b"))
-    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider")
+    # without hypothesis's pytest plugin: it imports hypothesis, whose entry point imports ntkcheck, in the
+    # controller and each worker (about 5 s of CPU of this test's 11), and no test here draws an example
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
+                                           "-p", "no:hypothesispytest")
     return result, {p.name: p.read_text() for p in where.iterdir()}
 
 

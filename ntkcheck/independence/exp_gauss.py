@@ -61,7 +61,10 @@ def _fr(x: Any) -> Fraction:
 
 
 def _zero(d: int) -> Mat:
-    return tuple(tuple(Fraction(0) for _ in range(d)) for _ in range(d))
+    """The ``d x d`` zero matrix: one shared (immutable) ``Fraction(0)``, so that ``d = 384`` costs
+    ``d`` pointer copies a row, not ``d^2`` new Fractions."""
+    row = (Fraction(0),) * d
+    return (row,) * d
 
 
 def _add_mat(a: Mat, b: Mat) -> Mat:
