@@ -38,12 +38,12 @@ import pytest
 #: modules whose tests are timed or start Dask clusters (why, for the reader): one xdist group, run
 #: one after another on one worker
 TIMING = {
-    "tests/cli/test_budgets.py": "time budgets: a run cut short ends within its budget + 5 s",
-    "tests/cli/test_bad_input.py": "every case ends within its budget + 5 s (a SIGALRM in the child)",
-    "tests/cli/test_cli_progress.py": "progress bars read from a pseudo-terminal",
-    "tests/distributed/test_cluster.py": "Ctrl-C to a running Dask cluster, its workers found in /proc",
-    "tests/distributed/test_certified_gram.py": "a Dask cluster of worker processes",
-    "tests/distributed/test_sweep.py": "a Dask cluster of worker processes",
+    "tests/cli/test_budgets.py": "time budgets: a run cut short ends within its budget + 5 s (the seconds asserted)",
+    "tests/cli/test_bad_input.py": "the cases that run (answered, or cut by their own --timeout / --max-seconds) "
+                                   "end within their budget + 5 s (a SIGALRM in the child); the refusals are "
+                                   "in test_bad_input_refusals.py, in parallel",
+    "tests/distributed/test_cluster.py": "starts Dask clusters of worker processes (5-15 s of start-up under "
+                                         "load, beside no other heavy test) and signals their process group",
 }
 TIMING_GROUP = "timing"
 #: modules whose tests read what an earlier test of the module recorded (why, for the reader): each

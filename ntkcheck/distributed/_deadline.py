@@ -51,27 +51,33 @@ def _expired(client: Any, pending: Sequence[Any], stage: str) -> None:
 
 
 def gather(client: Any, futs: Sequence[Any], stage: str) -> list[Any]:
-    """``client.gather(futs)``, given up at the deadline (the futures cancelled, ``OutOfTime`` raised)."""
+    """``client.gather(futs)``, given up at the deadline (the futures cancelled, ``OutOfTime`` raised).
+
+    ``distributed.wait`` waits on the event loop of the *current* client; ``client.as_current()``
+    makes that ``client`` (another client current in the caller's context, e.g. a ``with Client():``
+    block, left the wait to notice the futures' end only 30-45 s late)."""
     from distributed import wait
 
     futs = list(futs)
     t = left()
     if t is not None:
         try:
-            wait(futs, timeout=max(t, 0.0) + 1e-3, return_when="ALL_COMPLETED")
+            with client.as_current():
+                wait(futs, timeout=max(t, 0.0) + 1e-3, return_when="ALL_COMPLETED")
         except TimeoutError:  # distributed raises it when the timeout passes first
             _expired(client, [f for f in futs if not f.done()], stage)  # not stoppable: wait on below
     return list(client.gather(futs))
 
 
 def completed(client: Any, futs: list[Any], stage: str) -> Iterator[Any]:
-    """The futures in the order they finish (``distributed.as_completed``); at the deadline the ones
-    still pending are cancelled and ``OutOfTime`` is raised (a stoppable scope)."""
+    """The futures in the order they finish (``distributed.as_completed`` on ``client``'s event loop, not
+    the current client's); at the deadline the ones still pending are cancelled and ``OutOfTime`` is
+    raised (a stoppable scope)."""
     from distributed import as_completed
 
     t = left()
     pending = set(futs)
-    it = as_completed(futs, timeout=None if t is None else max(t, 0.0) + 1e-3)
+    it = as_completed(futs, loop=client.loop, timeout=None if t is None else max(t, 0.0) + 1e-3)
     while True:
         try:
             fut = next(it)
@@ -79,7 +85,7 @@ def completed(client: Any, futs: list[Any], stage: str) -> Iterator[Any]:
             return
         except TimeoutError:
             _expired(client, list(pending), stage)
-            it = as_completed(list(pending))  # not stoppable: wait on, without the deadline
+            it = as_completed(list(pending), loop=client.loop)  # not stoppable: wait on, without the deadline
             continue
         pending.discard(fut)
         yield fut

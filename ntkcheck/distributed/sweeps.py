@@ -471,7 +471,7 @@ def _run_dask(laws: dict[str, list[Empirical]], tasks: list[tuple[str, int | Non
         # a task past the deadline returns at once; the last ones started end within their own budget
         wait = None if deadline is None else max(0.0, deadline - time.time()) + GRACE
         try:
-            for fut in as_completed(futures, timeout=wait):
+            for fut in as_completed(futures, loop=cl.loop, timeout=wait):  # cl's loop, not the current client's
                 arrived(fut.result())
         except TimeoutError:
             cl.cancel([f for f in futures if not f.done()])

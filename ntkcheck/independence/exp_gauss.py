@@ -12,6 +12,7 @@ References: seed 003 Ex. 6 and Remark 5, theory/cgf-independence.md.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -60,11 +61,11 @@ def _fr(x: Any) -> Fraction:
     return x if isinstance(x, Fraction) else Fraction(float(x))
 
 
+@functools.lru_cache(maxsize=16)
 def _zero(d: int) -> Mat:
-    """The ``d x d`` zero matrix: one shared (immutable) ``Fraction(0)``, so that ``d = 384`` costs
-    ``d`` pointer copies a row, not ``d^2`` new Fractions."""
-    row = (Fraction(0),) * d
-    return (row,) * d
+    """The ``d x d`` zero matrix: one shared (immutable) object per ``d``, so that a sum can skip it
+    (``m is _zero(d)``); building ``384^2`` Fractions anew for each law took a second."""
+    return tuple(tuple(Fraction(0) for _ in range(d)) for _ in range(d))
 
 
 def _add_mat(a: Mat, b: Mat) -> Mat:

@@ -229,6 +229,39 @@ def test_cli_one_gram_certify_with_scheduler_file(tmp_path, capsys, scheduler_fi
     assert d["provenance"]["seeds"] == {"seeds": [3]}
 
 
+def test_waits_on_the_futures_client_not_the_current_one(client, scheduler_file, monkeypatch):
+    """A second client of the cluster while ``client`` is the current one (the fixture's ``with``
+    block): the deadline's waits run on the second client's event loop. ``distributed.wait`` and
+    ``as_completed`` default to the current client's; waiting there, the CLI test above saw its
+    futures end 30-45 s late (48 s for a 2 s call). Spied, not timed: the client current inside
+    ``wait`` and the loop given to ``as_completed``."""
+    import distributed
+
+    from ntkcheck._budget import Budget, scope
+    from ntkcheck.distributed import _deadline
+
+    current, loops = [], []
+    real_wait, real_completed = distributed.wait, distributed.as_completed
+
+    def wait(fs, **kw):
+        current.append(distributed.default_client())
+        return real_wait(fs, **kw)
+
+    def as_completed(fs, **kw):
+        loops.append(kw.get("loop"))
+        return real_completed(fs, **kw)
+
+    monkeypatch.setattr(distributed, "wait", wait)
+    monkeypatch.setattr(distributed, "as_completed", as_completed)
+    with Client(json.loads(scheduler_file.read_text())["address"], set_as_default=False) as other:
+        assert distributed.default_client() is client  # the situation of the CLI test
+        with scope(Budget(120.0)):
+            assert _deadline.gather(other, [other.submit(pow, 2, k, pure=False) for k in range(3)], "t") == [1, 2, 4]
+            (f,) = _deadline.completed(other, [other.submit(pow, 3, 2, pure=False)], "t")
+            assert f.result() == 9
+        assert current == [other] and loops == [other.loop]
+
+
 def test_cli_certify_needs_one_gram_and_a_scheduler_file(capsys, tmp_path):
     assert main(["sweep", "--serial", "--certify"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -69,34 +69,51 @@ def _children(pid: int) -> set[int]:
     return out
 
 
+#: a grid no cluster finishes between a task's return and the signal: 5 x 5 scales x 8 seeds = 200
+#: screenings (at most 15-25 per second on two workers of the shared 2-core test machine: 8 s or more),
+#: short enough that a lost signal shows as the sweep run to its end (status 0, the bar at 100 %)
+GRID_SEEDS = ",".join(str(s) for s in range(8))
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to find the worker processes")
 def test_ctrl_c_stops_the_cluster_with_one_line_and_status_130(tmp_path):
     """A Ctrl-C at the terminal signals the whole foreground process group: the command and its
-    worker processes. Simulated with SIGINT to the group of ``ntkcheck sweep`` once its cluster is
-    up (``--progress`` prints the dashboard line then): exit status 130, the last line of stderr
-    is the one message, no traceback or log record from any process, no worker left running."""
+    worker processes. Simulated with SIGINT to the group of ``ntkcheck sweep`` once a task has
+    come back (the progress bar, shown at once, names the last row: the client is waiting in its
+    loop over the tasks) and while the sweep is far from its end (200 tasks): exit status 130,
+    the last line of stderr is the one message, no traceback or log record from any process, the
+    bar never reached 100 %, no worker left running.
+
+    The signal used to be sent a fixed second after the dashboard line; under load it once came
+    after the sweep had ended (a SIGINT after the report, while the interpreter shuts down, leaves
+    status 0 or ends the process by the signal): the test now waits for a finished task and leaves
+    the sweep no time to end."""
     argv = [sys.executable, "-m", "ntkcheck", "sweep", "--progress", "--q-scales", "0.25,0.5,1,2,4",
-            "--b-scales", "0.25,0.5,1,2,4", "--seeds", "0,1,2,3"]
+            "--b-scales", "0.25,0.5,1,2,4", "--seeds", GRID_SEEDS]
+    env = dict(os.environ, NTKCHECK_PROGRESS_DELAY="0")
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                         cwd=tmp_path, text=True)
+                         cwd=tmp_path, text=True, env=env)
     lines: list[str] = []
-    up = threading.Event()
+    running = threading.Event()
 
     def read() -> None:
-        for line in p.stderr:
+        for line in p.stderr:  # tqdm's "\r" ends a line here too (universal newlines)
             lines.append(line)
-            if line.startswith("Dask dashboard:"):
-                up.set()
+            if "last: q" in line:  # the bar's postfix: a row has arrived
+                running.set()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        assert up.wait(120), "the cluster did not start"
-        time.sleep(1.0)  # tasks are running
+        assert running.wait(180), "no task came back: " + "".join(lines)[-2000:]
+        assert p.poll() is None, "the sweep ended before the signal"
         workers = _children(p.pid)
         assert workers, "no worker processes"
         os.killpg(p.pid, signal.SIGINT)
-        rc = p.wait(90)
+        try:
+            rc = p.wait(120)
+        except subprocess.TimeoutExpired:
+            pytest.fail("still running 120 s after the signal: " + "".join(lines)[-2000:])
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
@@ -104,6 +121,7 @@ def test_ctrl_c_stops_the_cluster_with_one_line_and_status_130(tmp_path):
     err = "".join(lines)
     assert rc == 130, err[-2000:]
     assert err.rstrip().splitlines()[-1] == "ntkcheck sweep: interrupted"
+    assert "100%|" not in err, err[-2000:]  # stopped, not run to the end (tqdm's bar at its total)
     for bad in ("Traceback", "WARNING", "ERROR", "KeyboardInterrupt"):
         assert bad not in err, err[-2000:]
     time.sleep(0.5)
