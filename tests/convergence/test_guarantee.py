@@ -236,6 +236,7 @@ def _flow_json(capsys, args):
     return code, json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.usefixtures("shared_fixup")
 def test_readme_example_certified(capsys, monkeypatch):
     """The README example (bundled data, samples 0-3, default heads, default --eps 0.01): the guarantee is
     certified (split region), the guaranteed rate is positive and below the measured one, the
@@ -256,16 +257,18 @@ def test_readme_example_certified(capsys, monkeypatch):
     assert c["split"]["psi_bound"] < c["radius_psi"]
     assert 0 < d["lipschitz_lower"] <= c["L_K"]
     # just above the threshold: what is checked is the FixUp certificate's refusal, so the tube from FixUp to
-    # the hand-off that follows it is not built (tube=False; tested in tests/convergence/test_from_fixup.py)
+    # the hand-off that follows it is not built (tube=False; tested in tests/convergence/test_from_fixup.py), and
+    # the run has two records (the hand-off search, tested in test_handoff.py, checks one centred certificate)
     import functools
 
     import ntkcheck.convergence.local as local
 
     monkeypatch.setattr(local, "local_convergence", functools.partial(local.local_convergence, tube=False))
-    code, d = _flow_json(capsys, ["--samples", "0,1,2,3", "--eps", "0.0115", "--ntk-records", "1"])
+    code, d = _flow_json(capsys, ["--samples", "0,1,2,3", "--eps", "0.0115", "--ntk-records", "1", "--records", "2"])
     assert code == 0 and not d["certificate"]["certified"] and 1 < d["certificate"]["excess_factor"] < 1.2
 
 
+@pytest.mark.usefixtures("shared_fixup")
 def test_contradicted_guarantee_exits_1(capsys, monkeypatch):
     """Mutation of the certificate: a guaranteed rate three times too fast is contradicted by the run
     (the measured loss lies above its envelope), and ``flow`` exits 1; unmutated, 0."""
@@ -285,6 +288,7 @@ def test_contradicted_guarantee_exits_1(capsys, monkeypatch):
     assert code == 1 and d["guarantee_holds"] is False and d["exit_code"] == 1
 
 
+@pytest.mark.usefixtures("shared_fixup")
 def test_loss_at_the_rounding_floor_is_no_violation(capsys):
     """Issue 19 item 6: with --eps 1e-6 --time 1e4 the loss falls from 5e-13 to the float64 floor
     (~5e-32, residuals of one ulp of the outputs) by the first record. No rate is read from records at
