@@ -15,8 +15,10 @@ their ``repr``, other objects by identity (they are kept alive with the entry, s
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -74,3 +76,14 @@ def share_fixup_certificate(monkeypatch: Any) -> None:
     share(monkeypatch, g, "_scan")
     share(monkeypatch, g, "coercivity_setup")
     share(monkeypatch, CoercivitySetup, "profile")
+
+
+@contextlib.contextmanager
+def fixup_certificate_shared() -> Iterator[None]:
+    """:func:`share_fixup_certificate` for the block (where a function-scoped fixture cannot go: inside a
+    hypothesis test, whose examples share the test's fixtures)."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        share_fixup_certificate(mp)
+        yield
