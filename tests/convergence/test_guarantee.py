@@ -196,6 +196,7 @@ def test_halved_LK_is_refuted_by_a_measured_ratio():
     assert jb.L_K / 2 < measured <= jb.L_K
 
 
+@pytest.mark.usefixtures("shared_fixup")  # four certificates of one model: its loss-independent pieces once
 def test_certificate_statement_and_threshold():
     """The certificate's own numbers satisfy the statement it certifies (the split-region theorem, the
     route at FixUp with the readout loss): W <= sqrt(2 Loss(0)) / sigma_low, W <= r_V, Psi(W) < r_q,

@@ -36,6 +36,7 @@ def _flow_json(capsys, args):
 
 
 @pytest.mark.parametrize("kind", ["step", "loose"])
+@pytest.mark.usefixtures("shared_fixup")  # the two runs certify the same model at the same loss
 def test_other_objects_are_not_held_against_the_flow_guarantee(kind):
     """Gradient descent with a step and an RK23 run at rtol 0.5 are reported, never held against the certified
     flow guarantee (``comparison`` says why; ``guarantee_holds`` and ``eq31_holds`` are None). The flow itself,
