@@ -331,3 +331,31 @@ def test_plot_draws_the_guaranteed_envelope_and_radius():
     assert "guaranteed radius (certified)" in labels
     radius = [ln for ln in fig.axes[2].get_lines() if ln.get_label() == "guaranteed radius (certified)"][0]
     np.testing.assert_allclose(radius.get_ydata()[0], res.certificate.displacement_bound, rtol=0)
+
+
+def test_a_certificate_cut_by_the_budget_validates_against_the_schema(capsys, monkeypatch, tmp_path):
+    """A FixUp certificate the time budget cut (``_budget.OutOfTime`` in ``certificate_from_spectrum``, as when a
+    loaded machine spends ``--max-seconds`` on it) has no radius, deviation, L_K or threshold: ``flow --json``
+    writes them as null (listed in ``non_finite``) and the object still validates against the shipped schema,
+    which typed them "number" (the README example failed that way under load). Exit 0, "not certified (time
+    budget spent)", the reason in ``cut``."""
+    import jsonschema
+
+    import ntkcheck.convergence.guarantee as g
+    from ntkcheck import _budget
+    from ntkcheck.cli._args import load_schema
+
+    def cut(*a, **k):
+        raise _budget.OutOfTime("the convergence certificate (test: the budget ran out)")
+
+    monkeypatch.setattr(g, "certificate_from_spectrum", cut)
+    samples, _, _ = SMALL["d=2, two samples, H=2"]
+    path = tmp_path / "toks.npy"
+    np.save(path, np.stack(samples))
+    code, d = _flow_json(capsys, [str(path), "--heads", "3", "--layers", "2", "--eps", "1e-3", "--records", "4",
+                                  "--ntk-records", "1"])
+    c = d["certificate"]
+    assert code == 0 and not c["certified"] and "test: the budget ran out" in c["cut"]
+    assert c["message"].startswith("not certified (time budget spent)")
+    assert c["L_K"] is None and c["threshold"] is None and {"path": "/certificate/L_K", "value": "nan"} in d["non_finite"]
+    jsonschema.validate(d, load_schema("flow"))
