@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from ntkcheck.certificate_files import write_certificate
-from ntkcheck.convergence import local_convergence
 from ntkcheck.convergence.certificate_record import flow_certificate_record
 from ntkcheck.verify import digest, verify_file, verify_record
 
@@ -25,9 +24,12 @@ SAMPLES = [np.array([[0.3, -1.1], [1.7, 0.2]]), np.array([[1.2, 1.3], [-0.8, -0.
 
 
 @pytest.fixture(scope="module")
-def record(tmp_path_factory):
-    res = local_convergence(SAMPLES, heads=2, layers=2, eps=0.3, loss="readout", n_records=11, time_end=120.0,
-                            track_ntk=1, search_evaluations=0)
+def record(tmp_path_factory, beyond_fixup):
+    """The record of the run of ``ntkcheck flow`` on these samples (``conftest.beyond_fixup``, once per process: the
+    result of ``local_convergence(SAMPLES, heads=2, layers=2, eps=0.3, loss="readout", n_records=11,
+    time_end=120.0, track_ntk=1)``)."""
+    res = beyond_fixup.result
+    assert res.heads == 2 and res.layers == 2 and res.eps == 0.3
     assert res.from_fixup is not None and res.from_fixup.certified
     path = tmp_path_factory.mktemp("cert") / "flow.json"
     write_certificate(path, flow_certificate_record(res, SAMPLES))

@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 import ntkcheck.convergence.coercivity.split as split_mod
-from ntkcheck.convergence.coercivity.split import _radius_grid, coercivity_setup
+from ntkcheck.convergence import guarantee, spectrum_bound
+from ntkcheck.convergence.coercivity.split import _radius_grid
 from ntkcheck.convergence.jacobian_bound import fixup_centre
 from ntkcheck.convergence.lipschitz_search import _Objective, region_search
-from ntkcheck.convergence.spectrum_bound import certified_spectrum
 from ntkcheck.dynamics import init_params
 
 
@@ -47,9 +47,12 @@ CASES = {  # samples, heads, layers, seed of the heads
 
 
 def _setup(samples, p, L):
-    spec = certified_spectrum(samples, p, layers=L)
+    """The setup as ``certificate_from_spectrum`` builds it (the same calls, looked up where it looks them up, so
+    that the ``shared_fixup`` memo, where a test installs it, serves both)."""
+    spec = spectrum_bound.certified_spectrum(samples, p, layers=L, T=1.0, loss="readout")
     ctr = fixup_centre(samples, p, layers=L, T=1.0)
-    return coercivity_setup(samples, p, layers=L, T=1.0, lambda_0=spec.lower, k_ball=spec.kernel, centre=ctr)
+    return guarantee.coercivity_setup(samples, p, layers=L, T=1.0, lambda_0=spec.lower, k_ball=spec.kernel,
+                                      centre=ctr)
 
 
 class _Probe:
@@ -147,12 +150,19 @@ def test_region_bounds_hold_at_random_and_adversarial_points(name, fallback, mon
     sigma_min(B_V0 + L) >= the linear part, lambda_min(K_0 + E) >= the eigenblock bound, and
     |B_V - B_V0 - L| <= rho, |B_V - B_V0| <= c r_V + s r_q + rho, |B_psi| / |V| <= kappa at the worst
     point found. The bounds are not vacuous: sigma > 0 on every region. ``fallback``: the routes used
-    for large models (term-by-term eta norms, Weyl's linear part), forced by zero size limits."""
+    for large models (term-by-term eta norms, Weyl's linear part), forced by zero size limits. Without them the
+    setup is the one the FixUp certificate builds, shared per process with the README model's certificates of
+    the other tests (``_memo.share_fixup_certificate``; never with the fallback, which the memo's keys do not
+    see)."""
+    from _memo import share_fixup_certificate
+
     from ntkcheck.convergence.coercivity import _hessian, _linear
 
     if fallback:
         monkeypatch.setattr(_hessian, "MAX_MOTION", 0)
         monkeypatch.setattr(_linear, "MAX_ENTRIES", 0)
+    else:
+        share_fixup_certificate(monkeypatch)
     samples, H, L, seed = CASES[name]
     p = init_params(samples[0].shape[1], H, seed=seed)
     setup = _setup(samples, p, L)

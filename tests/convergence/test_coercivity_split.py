@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 import pytest
+from _memo import fixup_certificate_shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -135,9 +136,11 @@ def _run_against(samples, p, L, y, cert):
 
 
 @pytest.mark.parametrize("seed,d,n,N,H,L", [(0, 2, 3, 3, 3, 2), (1, 3, 2, 4, 2, 3)])
+@pytest.mark.usefixtures("shared_fixup")
 def test_guarantee_obeyed_by_the_flow(seed, d, n, N, H, L):
     """At Loss(0) = 0.9 threshold the split-region certificate is issued and the run obeys it; at 1.1
-    threshold it is refused."""
+    threshold it is refused. The three certificates of the model compute its loss-independent pieces once
+    (``shared_fixup``)."""
     samples, p, u = _instance(seed, d, n, N, H, L)
     spec = ntk_spectrum(samples, p, layers=L, loss="readout")
     base = certificate_from_spectrum(samples, p, layers=L, lambda_min=spec.lambda_min, lambda_max=spec.lambda_max,
@@ -156,6 +159,7 @@ def test_guarantee_obeyed_by_the_flow(seed, d, n, N, H, L):
     assert not far.certified
 
 
+@pytest.mark.usefixtures("shared_fixup")
 def test_mutation_doubled_rate_is_refuted_by_the_flow():
     """Mutation: the guaranteed rate doubled (as if sigma_low were sqrt(2) too large). The run's loss
     rises above the mutated envelope, so the check of the test above would fail."""
@@ -174,9 +178,11 @@ def test_property_certified_guarantee_holds_on_the_run(seed, d, n, N, H, L, frac
     """Claim (seed 002 Thm. 8.5, sharpened on a split region): whenever the certificate is issued, the
     flow obeys it. Every one of the 8 instances must hold: one where the NTK is not proved positive
     is asserted to be not certified (refused, not skipped); at least 5 of the 8 must be certified
-    split-region ones (checked by ``test_property_instances_mostly_certify``)."""
+    split-region ones (checked by ``test_property_instances_mostly_certify``). The threshold's certificate and
+    the one at ``frac`` of it share their loss-independent pieces (``_memo.fixup_certificate_shared``)."""
     samples, p, u = _instance(seed, d, n, N, H, L)
-    _property_instance(samples, p, u, L, frac)
+    with fixup_certificate_shared():
+        _property_instance(samples, p, u, L, frac)
 
 
 _SEEN: list[bool] = []

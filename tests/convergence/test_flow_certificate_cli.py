@@ -10,31 +10,21 @@ left stops at once and says that the time budget stopped it (not "room" or "cert
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-SAMPLES = [np.array([[0.3, -1.1], [1.7, 0.2]]), np.array([[1.2, 1.3], [-0.8, -0.6]])]
-ARGS = ["--heads", "2", "--layers", "2", "--eps", "0.3", "--time", "120", "--records", "11", "--ntk-records", "1"]
+SAMPLES = [np.array([[0.3, -1.1], [1.7, 0.2]]), np.array([[1.2, 1.3], [-0.8, -0.6]])]  # conftest.SMALL_SAMPLES
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    from ntkcheck.cli import main
-
-    d = tmp_path_factory.mktemp("flow")
-    np.save(d / "toks.npy", np.stack(SAMPLES))
-    png, cert = d / "flow.png", d / "cert.json"
-    import io
-    from contextlib import redirect_stdout
-
-    buf = io.StringIO()
-    with redirect_stdout(buf):
-        code = main(["flow", str(d / "toks.npy"), *ARGS, "--json", "--plot", str(png), "--certificate-out", str(cert)])
-    return code, json.loads(buf.getvalue()), png, cert
+@pytest.fixture
+def run(beyond_fixup):
+    """The command's run (``conftest.beyond_fixup``: ``flow TOKENS.npy --heads 2 --layers 2 --eps 0.3 --time 120
+    --records 11 --ntk-records 1 --json --plot --certificate-out``, once per process)."""
+    r = beyond_fixup
+    return r.code, r.json, r.png, r.certificate
 
 
 def test_json_validates_and_carries_the_statement_from_fixup(run):
@@ -52,21 +42,19 @@ def test_json_validates_and_carries_the_statement_from_fixup(run):
     assert tube["complete"] and tube["s"][0] == 0 and tube["s"][-1] == pytest.approx(fx["s_k"], rel=1e-12)
 
 
-def test_plot_draws_the_tube_the_handoff_and_the_envelope(run):
-    """The figure is redrawn from the same result object (``_figure``) and its lines compared with the JSON."""
+def test_plot_draws_the_tube_the_handoff_and_the_envelope(run, beyond_fixup):
+    """The figure is redrawn (``_figure``) from the result object the command plotted and printed (recorded from
+    its call of ``local_convergence``), and its lines compared with the JSON."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from ntkcheck.cli.flow import _figure
-    from ntkcheck.convergence import local_convergence
 
     _, d, png, _ = run
     assert png.stat().st_size > 1000
-    res = local_convergence(SAMPLES, heads=2, layers=2, eps=0.3, loss="readout", n_records=11, time_end=120.0,
-                            track_ntk=1)
-    fig = _figure(res)
+    fig = _figure(beyond_fixup.result)
     assert len(fig.axes) == 4
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert any(t.startswith("hand-off s_k") for t in labels) and any("guaranteed after s_k" in t for t in labels)

@@ -15,15 +15,16 @@ import numpy as np
 from _flow_reference import cs_field, loss_batch
 from scipy.integrate import solve_ivp
 
-from ntkcheck.convergence import local_convergence
-
 SAMPLES = [np.array([[0.3, -1.1], [1.7, 0.2]]), np.array([[1.2, 1.3], [-0.8, -0.6]])]
 H, D, L = 2, 2, 2
 
 
-def test_flow_from_fixup_converges_as_proved():
-    res = local_convergence(SAMPLES, heads=H, layers=L, eps=0.3, loss="readout", n_records=11, time_end=120.0,
-                            track_ntk=1, search_evaluations=0)
+def test_flow_from_fixup_converges_as_proved(beyond_fixup):
+    """The run of ``ntkcheck flow`` on these samples (``conftest.beyond_fixup``: the command's result object, once
+    per process; the same as ``local_convergence(SAMPLES, heads=2, layers=2, eps=0.3, loss="readout",
+    n_records=11, time_end=120.0, track_ntk=1)``)."""
+    res = beyond_fixup.result
+    assert res.heads == H and res.layers == L and res.eps == 0.3 and res.time_end == 120.0
     assert not res.certificate.certified and res.handoff.found
     fx = res.from_fixup
     assert fx.certified, fx.message

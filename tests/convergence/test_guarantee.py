@@ -196,6 +196,7 @@ def test_halved_LK_is_refuted_by_a_measured_ratio():
     assert jb.L_K / 2 < measured <= jb.L_K
 
 
+@pytest.mark.usefixtures("shared_fixup")  # four certificates of one model: its loss-independent pieces once
 def test_certificate_statement_and_threshold():
     """The certificate's own numbers satisfy the statement it certifies (the split-region theorem, the
     route at FixUp with the readout loss): W <= sqrt(2 Loss(0)) / sigma_low, W <= r_V, Psi(W) < r_q,
@@ -236,6 +237,7 @@ def _flow_json(capsys, args):
     return code, json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.usefixtures("shared_fixup")
 def test_readme_example_certified(capsys, monkeypatch):
     """The README example (bundled data, samples 0-3, default heads, default --eps 0.01): the guarantee is
     certified (split region), the guaranteed rate is positive and below the measured one, the
@@ -256,16 +258,18 @@ def test_readme_example_certified(capsys, monkeypatch):
     assert c["split"]["psi_bound"] < c["radius_psi"]
     assert 0 < d["lipschitz_lower"] <= c["L_K"]
     # just above the threshold: what is checked is the FixUp certificate's refusal, so the tube from FixUp to
-    # the hand-off that follows it is not built (tube=False; tested in tests/convergence/test_from_fixup.py)
+    # the hand-off that follows it is not built (tube=False; tested in tests/convergence/test_from_fixup.py), and
+    # the run has two records (the hand-off search, tested in test_handoff.py, checks one centred certificate)
     import functools
 
     import ntkcheck.convergence.local as local
 
     monkeypatch.setattr(local, "local_convergence", functools.partial(local.local_convergence, tube=False))
-    code, d = _flow_json(capsys, ["--samples", "0,1,2,3", "--eps", "0.0115", "--ntk-records", "1"])
+    code, d = _flow_json(capsys, ["--samples", "0,1,2,3", "--eps", "0.0115", "--ntk-records", "1", "--records", "2"])
     assert code == 0 and not d["certificate"]["certified"] and 1 < d["certificate"]["excess_factor"] < 1.2
 
 
+@pytest.mark.usefixtures("shared_fixup")
 def test_contradicted_guarantee_exits_1(capsys, monkeypatch):
     """Mutation of the certificate: a guaranteed rate three times too fast is contradicted by the run
     (the measured loss lies above its envelope), and ``flow`` exits 1; unmutated, 0."""
@@ -285,6 +289,7 @@ def test_contradicted_guarantee_exits_1(capsys, monkeypatch):
     assert code == 1 and d["guarantee_holds"] is False and d["exit_code"] == 1
 
 
+@pytest.mark.usefixtures("shared_fixup")
 def test_loss_at_the_rounding_floor_is_no_violation(capsys):
     """Issue 19 item 6: with --eps 1e-6 --time 1e4 the loss falls from 5e-13 to the float64 floor
     (~5e-32, residuals of one ulp of the outputs) by the first record. No rate is read from records at
@@ -326,3 +331,31 @@ def test_plot_draws_the_guaranteed_envelope_and_radius():
     assert "guaranteed radius (certified)" in labels
     radius = [ln for ln in fig.axes[2].get_lines() if ln.get_label() == "guaranteed radius (certified)"][0]
     np.testing.assert_allclose(radius.get_ydata()[0], res.certificate.displacement_bound, rtol=0)
+
+
+def test_a_certificate_cut_by_the_budget_validates_against_the_schema(capsys, monkeypatch, tmp_path):
+    """A FixUp certificate the time budget cut (``_budget.OutOfTime`` in ``certificate_from_spectrum``, as when a
+    loaded machine spends ``--max-seconds`` on it) has no radius, deviation, L_K or threshold: ``flow --json``
+    writes them as null (listed in ``non_finite``) and the object still validates against the shipped schema,
+    which typed them "number" (the README example failed that way under load). Exit 0, "not certified (time
+    budget spent)", the reason in ``cut``."""
+    import jsonschema
+
+    import ntkcheck.convergence.guarantee as g
+    from ntkcheck import _budget
+    from ntkcheck.cli._args import load_schema
+
+    def cut(*a, **k):
+        raise _budget.OutOfTime("the convergence certificate (test: the budget ran out)")
+
+    monkeypatch.setattr(g, "certificate_from_spectrum", cut)
+    samples, _, _ = SMALL["d=2, two samples, H=2"]
+    path = tmp_path / "toks.npy"
+    np.save(path, np.stack(samples))
+    code, d = _flow_json(capsys, [str(path), "--heads", "3", "--layers", "2", "--eps", "1e-3", "--records", "4",
+                                  "--ntk-records", "1"])
+    c = d["certificate"]
+    assert code == 0 and not c["certified"] and "test: the budget ran out" in c["cut"]
+    assert c["message"].startswith("not certified (time budget spent)")
+    assert c["L_K"] is None and c["threshold"] is None and {"path": "/certificate/L_K", "value": "nan"} in d["non_finite"]
+    jsonschema.validate(d, load_schema("flow"))

@@ -14,7 +14,9 @@ import json
 import math
 
 import numpy as np
+import pytest
 from _flow_reference import dop853_losses
+from _memo import share
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,11 +30,17 @@ def _flow_json(capsys, args):
     return code, json.loads(capsys.readouterr().out)
 
 
-def test_readme_eps_0p1_hands_off_and_the_run_obeys(capsys):
-    """README data at --eps 0.1 (82 times beyond the FixUp certificate) with --time 80: a hand-off is found, the
-    run after it obeys it, exit 0, the JSON is valid against the schema; mutation: a rate three times too fast is
-    contradicted by the run (exit 1). The mutated run skips the tube from FixUp (``tube=False``): the exit it
-    checks comes from the hand-off alone, and the tube (45 s here) is the same as in the first run."""
+@pytest.mark.usefixtures("shared_fixup")
+def test_readme_eps_0p1_hands_off_and_the_run_obeys(capsys, monkeypatch):
+    """README data at --eps 0.1 (82 times beyond the FixUp certificate) with --time 80 --max-seconds 600 (the
+    README's command, with one NTK record and 17 records): a hand-off is found, the run after it obeys it, exit 0,
+    the JSON is valid against the schema; mutation: a rate three times too fast is contradicted by the run
+    (exit 1).
+
+    Both runs skip the tube from FixUp (``tube=False``): what is checked is the hand-off and the exit it gives
+    (the tube is checked against an independent integration in ``test_from_fixup.py``, its JSON in
+    ``test_flow_certificate_cli.py``). The mutated command is the same run again: its flow and the centred
+    certificates at the records it checks are those of the first run (memoised, ``_memo.py``), then tripled."""
     import functools
 
     import jsonschema
@@ -41,27 +49,24 @@ def test_readme_eps_0p1_hands_off_and_the_run_obeys(capsys):
     import ntkcheck.convergence.local as local
     from ntkcheck.cli._args import load_schema
 
-    args = ["--samples", "0,1,2,3", "--eps", "0.1", "--time", "80", "--ntk-records", "1", "--records", "17"]
+    share(monkeypatch, local, "gradient_flow", ignore=("time_budget", "progress"))
+    real = share(monkeypatch, ho, "centred_certificate")
+    monkeypatch.setattr(local, "local_convergence", functools.partial(local.local_convergence, tube=False))
+    # --max-seconds 600 as in the README's command: under load the default 50 s can end the hand-off search
+    args = ["--samples", "0,1,2,3", "--eps", "0.1", "--time", "80", "--max-seconds", "600", "--ntk-records", "1",
+            "--records", "17"]
     code, d = _flow_json(capsys, args)
     jsonschema.validate(d, load_schema("flow"))
     h = d["handoff"]
     assert code == 0 and not d["certificate"]["certified"] and h["found"] and h["holds_on_run"] is True
     assert h["certificate"]["certified"] and h["s"] > 0 and h["certificate"]["lambda_min"] > 0
-    real = ho.centred_certificate
 
     def too_fast(*a, **k):
         c = real(*a, **k)
         return dataclasses.replace(c, rate=3 * c.rate)
 
-    import pytest
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(ho, "centred_certificate", too_fast)
-    mp.setattr(local, "local_convergence", functools.partial(local.local_convergence, tube=False))
-    try:
-        code, d = _flow_json(capsys, args)
-    finally:
-        mp.undo()
+    monkeypatch.setattr(ho, "centred_certificate", too_fast)
+    code, d = _flow_json(capsys, args)
     assert code == 1 and d["handoff"]["holds_on_run"] is False
 
 
@@ -70,11 +75,12 @@ def test_readme_eps_0p1_hands_off_and_the_run_obeys(capsys):
 def test_property_runs_obey_the_handoff(seed, eps):
     """Random data (two samples of three tokens in d = 2, three heads, two layers), targets eps away (beyond the FixUp certificate): the
     hand-off is found by s = 200, the run after it obeys it, and so does the flow from that computed state integrated
-    independently (DOP853 on the complex-step field; tolerance 1e-8 relative, and the reference's own floor)."""
+    independently (DOP853 on the complex-step field; tolerance 1e-8 relative, and the reference's own floor).
+    The tube from FixUp, which nothing here reads, is not built (``tube=False``)."""
     rng = np.random.default_rng(seed)
     samples = [rng.standard_normal((3, 2)), rng.standard_normal((3, 2))]
     res = local_convergence(samples, heads=3, layers=2, eps=eps, loss="readout", n_records=11, time_end=200.0,
-                            track_ntk=1, search_evaluations=0, seed=seed % 1000)
+                            track_ntk=1, search_evaluations=0, seed=seed % 1000, tube=False)
     ho = res.handoff
     assert not res.certificate.certified  # eps >= 0.05 is beyond the FixUp certificate on these models
     assert ho.found and ho.holds_on_run is True, ho.message
@@ -116,6 +122,7 @@ def test_gradient_descent_hands_off_with_its_own_certificate():
     assert res.from_fixup is None  # the tube is for the flow only
 
 
+@pytest.mark.usefixtures("shared_fixup")
 def test_readme_step_1p4_is_not_certified_for_gradient_descent(capsys):
     """The README's ``--step 1.4`` (1.4 Lambda = 1.96): no record hands off for gradient descent, and the report
     says why (step x smoothness >= 2 or the loss too large); exit 0."""

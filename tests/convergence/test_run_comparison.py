@@ -36,6 +36,7 @@ def _flow_json(capsys, args):
 
 
 @pytest.mark.parametrize("kind", ["step", "loose"])
+@pytest.mark.usefixtures("shared_fixup")  # the two runs certify the same model at the same loss
 def test_other_objects_are_not_held_against_the_flow_guarantee(kind):
     """Gradient descent with a step and an RK23 run at rtol 0.5 are reported, never held against the certified
     flow guarantee (``comparison`` says why; ``guarantee_holds`` and ``eq31_holds`` are None). The flow itself,
@@ -67,6 +68,7 @@ def _targets(res):
     return st.z0 + res.eps * _from_weighted(st, u)
 
 
+@pytest.mark.usefixtures("shared_fixup")
 def test_readme_step_and_loose_integrator_exit_0(capsys):
     """The issue's commands: ``--step 1.4`` and ``--rtol 0.5 --atol 1e-3 --method RK23`` exit 0 with the
     comparison stated (they used to print "the run CONTRADICTS it" and exit 1)."""
@@ -76,6 +78,7 @@ def test_readme_step_and_loose_integrator_exit_0(capsys):
         assert d["guarantee_holds"] is None and d["eq31_holds"] is None
 
 
+@pytest.mark.usefixtures("shared_fixup")
 def test_long_run_reads_rates_above_its_floor(capsys):
     """``flow --time 1e8`` (README data): every record after the first is noise (the certified envelope is below
     1e-300 there), so each lies at or below the run's floor at that record, no rate is read from them, eq. 31

@@ -267,6 +267,11 @@ def test_mutation_flow_jacobian_without_its_transpose_is_caught(monkeypatch, cap
     swapped): the top singular value is unchanged, but J^T no longer predicts the W2 ratio of small
     random moves (off by 2e-5 to 1e-2 against a tolerance of 1e-4): 002.thm4.1 fails."""
     real = S.flow_jacobians
-    monkeypatch.setattr(S, "flow_jacobians", lambda p, h=1e-6: (real(p, h)[0].transpose(0, 2, 1), real(p, h)[1]))
+
+    def transposed(p, h=1e-6):  # both Jacobians from one call (the lambda here called flow_jacobians twice)
+        J0, Jh = real(p, h)
+        return J0.transpose(0, 2, 1), Jh
+
+    monkeypatch.setattr(S, "flow_jacobians", transposed)
     rep = _caught("002.thm4.1", capsys)
     assert "worst-case" in rep["detail"]
