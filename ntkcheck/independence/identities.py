@@ -54,7 +54,7 @@ from ..cgf import (
     Translation,
     UniformCube,
 )
-from .exp_gauss import Mat, Vec, _add_mat, _mul, _zero, exp_gauss_form
+from .exp_gauss import Mat, Vec, _add_mat, _mul, _pow, _zero, exp_gauss_form
 from .rank import qstr
 
 __all__ = [
@@ -215,11 +215,11 @@ def _product(
     for p, ki in zip(polys, k):
         if p is None:
             continue
-        for _ in range(abs(ki)):
-            if ki > 0:
-                lhs = _mul(lhs, p, budget)
-            else:
-                rhs = _mul(rhs, p, budget)
+        power = _pow(p, abs(ki), budget)
+        if ki > 0:
+            lhs = _mul(lhs, power, budget)
+        else:
+            rhs = _mul(rhs, power, budget)
     if len(lhs) != len(rhs):
         return None, True
     shift = tuple(x - y for x, y in zip(min(lhs), min(rhs)))

@@ -6,6 +6,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ntkcheck.cgf import (
     Dirac,
@@ -17,7 +19,7 @@ from ntkcheck.cgf import (
     Translation,
     UniformCube,
 )
-from ntkcheck.independence.exp_gauss import exp_gauss_form
+from ntkcheck.independence.exp_gauss import _mul, _pow, exp_gauss_form
 from ntkcheck.independence.identities import (
     numerically_affine,
     product_identity,
@@ -142,6 +144,45 @@ def test_gaussian_factors_must_cancel():
     assert p is not None and p.alpha == (F(-4),)  # 0 + 1 - 5
     assert product_identity([g1, g2], [F(1), F(-1)]) is None
     assert product_identity_decides([g1, g2], [F(1), F(-1)])
+
+
+def test_gaussian_identity_with_a_large_integer_null_vector():
+    """Seven Gaussians in d = 3 are dependent (their quadratic forms live in a 6-dimensional space);
+    the integer null vector of their covariances below has entries near 10**6, and the product
+    identity raises each Gaussian's one-term exponential to that power directly (it took 45 s as
+    that many multiplications, a hypothesis draw of the README's example test). The shift it finds
+    is checked against ``sum_i c_i m_i``, computed here from the means alone: an exponent
+    off by one factor (``(n - 1) a`` for ``a ** n``) moves it."""
+    S = [((F(1, 2), F(1, 4), F(-1, 4)), (F(1, 4), F(3, 4), F(1, 2)), (F(-1, 4), F(1, 2), F(3))),
+         ((F(5, 2), F(3, 2), F(-3, 4)), (F(3, 2), F(9, 4), F(1)), (F(-3, 4), F(1), F(15, 4))),
+         ((F(5, 2), F(-9, 4), F(-3, 4)), (F(-9, 4), F(5, 2), F(3, 4)), (F(-3, 4), F(3, 4), F(15, 4))),
+         ((F(5, 4), F(1), F(3, 2)), (F(1), F(5, 4), F(3, 2)), (F(3, 2), F(3, 2), F(23, 4))),
+         ((F(5, 4), F(-1), F(-1, 2)), (F(-1), F(7, 2), F(-1)), (F(-1, 2), F(-1), F(5, 2))),
+         ((F(5, 4), F(1), F(1)), (F(1), F(7, 2), F(1)), (F(1), F(1), F(9, 4))),
+         ((F(5, 4), F(0), F(0)), (F(0), F(1, 2), F(-1, 2)), (F(0), F(-1, 2), F(9, 4)))]
+    means = [(F(2), F(7, 4), F(1)), (F(5, 2), F(-7), F(4)), (F(1, 2), F(-2), F(3)), (F(1, 2), F(-1), F(-8)),
+             (F(1, 2), F(7, 4), F(1)), (F(4), F(-3, 2), F(7, 2)), (F(1), F(3, 2), F(1))]
+    c = [F(875210), F(-375664), F(75054), F(-554858), F(-485582), F(582841), F(708735)]
+    # the null vector, checked here entry by entry: sum_i c_i Sigma_i = 0
+    assert all(sum(ci * Si[r][s] for ci, Si in zip(c, S)) == 0 for r in range(3) for s in range(3))
+    gs = [Gaussian(m, Si) for m, Si in zip(means, S)]
+    p = product_identity(gs, c)
+    assert p is not None
+    assert p.alpha == tuple(sum(ci * m[j] for ci, m in zip(c, means)) for j in range(3))
+    assert p.beta == 0
+    assert product_identity(gs, [c[0] + 1, *c[1:]]) is None  # the quadratic forms no longer cancel
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.tuples(st.integers(-3, 3), st.integers(-3, 3)),
+                       st.fractions(min_value=-2, max_value=2).filter(bool), min_size=1, max_size=3),
+       st.integers(1, 7))
+def test_power_of_an_exponential_polynomial_is_repeated_multiplication(poly, n):
+    """``_pow(p, n)`` (a one-term ``p`` in closed form) equals ``n - 1`` multiplications by ``p``."""
+    ref = poly
+    for _ in range(n - 1):
+        ref = _mul(ref, poly)
+    assert _pow(poly, n) == ref
 
 
 def test_term_identity_cubes_and_laplace_without_sympy(monkeypatch):
