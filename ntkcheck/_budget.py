@@ -26,8 +26,11 @@ asyncio task sees its own; nothing is process-global):
 * since an estimate can be off by several times on a loaded machine, the LAPACK calls themselves
   run through :func:`run`: in a stoppable scope with a limit, in a daemon thread that the caller
   stops waiting for at the deadline (numpy releases the GIL in LAPACK); the call is abandoned, not
-  killed: it finishes in the background and its result is dropped. Arb (python-flint holds the
-  GIL) relies on its estimate alone.
+  killed. Its thread is told it was abandoned, and the next :func:`checkpoint` it passes (in any
+  scope, stoppable or not) raises :class:`OutOfTime` there, so the work it would have wasted ends
+  at its next checkpoint instead of running on beside what the process does next (a d = 384
+  flow certificate cut at 3 s ran on for minutes on both cores). A single LAPACK call finishes
+  first. Arb (python-flint holds the GIL) relies on its estimate alone.
 
 Dense estimates (:func:`dense_seconds`): the BLAS-3 rate of this process is timed once, the first
 time a budget needs an estimate (a ``512 x 2048`` product, best of 3, a tenth of a second), and
@@ -128,6 +131,9 @@ class _Frame:
 
 
 _ACTIVE: ContextVar[_Frame | None] = ContextVar("ntkcheck_time_budget", default=None)
+#: the events of the :func:`run` calls this thread works for (innermost last): one is set when its
+#: caller stops waiting for the call
+_ABANDONED: ContextVar[tuple[threading.Event, ...]] = ContextVar("ntkcheck_abandoned", default=())
 
 
 def current(budget: Budget | None = None) -> Budget:
@@ -155,7 +161,11 @@ def scope(budget: Budget | None = None, *, stoppable: bool = False) -> Iterator[
 
 
 def checkpoint(stage: str) -> None:
-    """In a stoppable scope whose deadline has passed, raise :class:`OutOfTime` (else nothing)."""
+    """In a stoppable scope whose deadline has passed, or in a :func:`run` call its caller has
+    abandoned, raise :class:`OutOfTime` (else nothing)."""
+    events = _ABANDONED.get()
+    if events and any(e.is_set() for e in events):
+        raise OutOfTime(f"{stage} (abandoned: its caller stopped waiting at the deadline)")
     frame = _ACTIVE.get()
     if frame is not None and frame.stoppable:
         frame.budget.check(stage)
@@ -192,13 +202,16 @@ def run(func: Callable[[], _T], stage: str) -> _T:
     """``func()``, one call that cannot be interrupted (a LAPACK factorisation), such that the caller
     gets control back at the deadline: in a stoppable scope with a limit it runs in a daemon thread,
     and when the budget is spent before it returns, :class:`OutOfTime` is raised and the call is
-    abandoned (it finishes in the background; its result is dropped). Elsewhere it is just called."""
+    abandoned: its result is dropped, and it stops at the next :func:`checkpoint` it passes. Elsewhere
+    it is just called."""
     frame = _ACTIVE.get()
     if frame is None or not frame.stoppable or frame.budget.seconds is None:
         return func()
     box: dict[str, Any] = {}
+    events = (*_ABANDONED.get(), threading.Event())  # a call abandoned by an abandoned call is abandoned too
 
     def target() -> None:
+        _ABANDONED.set(events)  # the thread's own context
         try:
             box["value"] = func()
         except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
@@ -208,6 +221,7 @@ def run(func: Callable[[], _T], stage: str) -> _T:
     worker.start()
     worker.join(frame.budget.remaining())
     if worker.is_alive():
+        events[-1].set()
         raise OutOfTime(f"{stage} (not finished when the time budget ran out: abandoned, its result dropped)")
     if "error" in box:
         raise box["error"]

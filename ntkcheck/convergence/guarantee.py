@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _budget
 from .._records import restore
 from ..errors import DomainError
 from .coercivity.split import SplitCertificate, coercivity_setup, split_certificate
@@ -207,7 +208,10 @@ def _scan(samples: Any, params: Any, layers: int, T: float, loss: str, sigma0: f
     M0 = second_derivative_bound(ctr, prop, 0.0)[0]
     top = min(sigma0 / max(M0, 1e-300), 1e3)  # radii beyond 1e3 are not scanned (the threshold is only smaller)
     r = np.geomspace(top * 10.0**-_DECADES, top, _DECADES * _PER_DECADE + 1)
-    vals = [second_derivative_bound(ctr, prop, float(x)) for x in r]
+    vals = []
+    for x in r:
+        _budget.checkpoint("the second-derivative scan")
+        vals.append(second_derivative_bound(ctr, prop, float(x)))
     M2 = np.array([v[0] for v in vals])
     widths = np.diff(np.concatenate([[0.0], r]))
     beta = np.cumsum(M2 * widths) * (1.0 + 1e-12)

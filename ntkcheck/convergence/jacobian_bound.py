@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import _budget
+from .._memory import available_memory
 from .._records import restore
 
 __all__ = [
@@ -191,8 +193,10 @@ def _blocks(x: np.ndarray, w: np.ndarray, Q: np.ndarray, b: np.ndarray, omega: f
     ya = np.abs(y)
     Ca = np.einsum("hjk,hjka,hjkb->hjab", pi, ya, ya)
     G = np.concatenate([np.einsum("j,hjca,je->hcae", w, C, x).reshape(H, d, d * d), np.einsum("j,hjca->hca", w, C)], 2)
+    _budget.checkpoint("the centre's blocks")  # each einsum here takes seconds at d = 384
     Ga = np.concatenate([np.einsum("j,hjca,je->hcae", w, Ca, np.abs(x)).reshape(H, d, d * d),
                          np.einsum("j,hjca->hca", w, Ca)], 2)
+    _budget.checkpoint("the centre's blocks")
     # E_h[Y] = sum_j w_j (C_hj Q_h Y_j + sum_k pi_hjk (Y_k + y_hjk <q_hj, Y_k>))
     eye = np.einsum("j,hjk->hk", w, pi)[:, None, :, None] * np.eye(d)[None, :, None, :]
     E = np.einsum("k,hkab,hbc->hakc", w, C, Q) + eye + np.einsum("j,hjk,hjka,hjc->hakc", w, pi, y, q)
@@ -242,9 +246,16 @@ def _xi_norm(blocks: list[_Blocks], rel: float) -> tuple[float, bool]:
     return math.sqrt(float(np.mean(e2)) * float(np.mean(m2))) * (1.0 + 1e-12), False
 
 
+def _centre_bytes(H: int, n: int, d: int) -> float:
+    """Peak memory of :func:`fixup_centre`'s blocks: ``G`` and its bound ``|G|``, ``H x d x (d^2 + d)`` per
+    sample, held twice while they are stacked (at d = 384, one head, two samples: 3.6 GB)."""
+    return 4.0 * 8.0 * H * n * d * (d * d + d)
+
+
 def fixup_centre(samples: Any, params: Any, *, layers: int, T: float) -> FixupCentre | None:
     r"""The centre quantities of :func:`jacobian_bound` at FixUp params (``None`` when not FixUp,
-    per-layer, or too large to tabulate)."""
+    per-layer, too large to tabulate, or when their blocks would need more than half the available
+    memory: the certificate then uses the propagated bound alone)."""
     from ..cgf import as_laws
 
     if params.per_layer or np.any(params.V):
@@ -254,15 +265,20 @@ def fixup_centre(samples: Any, params: Any, *, layers: int, T: float) -> FixupCe
     ws = [np.asarray(law.masses, dtype=np.float64) for law in laws]
     Q, b = params.Q, params.b
     H, d = Q.shape[0], Q.shape[1]
-    if H * max(x.shape[0] for x in xs) ** 2 * d > _MAX_CENTRE_ENTRIES:
+    if H * max(x.shape[0] for x in xs) ** 2 * d > _MAX_CENTRE_ENTRIES or _centre_bytes(H, len(xs), d) > available_memory() / 2:
         return None
     rel = _error_margin(xs, Q, b)
     if rel > 1e-6:
         return None
     omegas = [_diameter(x) for x in xs]
-    blocks = [_blocks(x, w, Q, b, om) for x, w, om in zip(xs, ws, omegas, strict=True)]
+    blocks = []
+    for x, w, om in zip(xs, ws, omegas, strict=True):
+        _budget.checkpoint("the centre's blocks")
+        blocks.append(_blocks(x, w, Q, b, om))
+    _budget.checkpoint("the centre's blocks")
     G_all = np.concatenate([bl.G for bl in blocks], axis=1)  # (H, n d, d^2 + d)
     G_abs = np.concatenate([bl.G_abs for bl in blocks], axis=1)
+    _budget.checkpoint("the centre's spectral bound")
     s = T * max(_spectral_upper(G_all[h], 2.0 * rel * float(np.linalg.norm(G_abs[h]))) for h in range(H))
     xi, exact = _xi_norm(blocks, rel)
     c = T * T * (layers - 1) / layers * xi

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _budget
 from ._series import Series, Taylor, U
 
 __all__ = ["Model", "model_of"]
@@ -153,6 +154,7 @@ def forward(mdl: Model, V: Series, Q: Series, b: Series) -> tuple[Series, list[t
     Vs = V.transpose(0, 2, 1).reshape(H * d, d)
     cache = []
     for _ in range(mdl.layers):
+        _budget.checkpoint("a layer of the enclosure")  # stops an abandoned hand-off search here
         A = (X.reshape(n * S, d) @ Qs + bs).reshape(n, S * H, d)
         scores = A @ X.transpose(0, 2, 1)
         shift = scores.center().max(axis=-1, keepdims=True)
