@@ -219,9 +219,12 @@ def run(func: Callable[[], _T], stage: str) -> _T:
 
     worker = threading.Thread(target=target, name=f"ntkcheck: {stage}", daemon=True)
     worker.start()
-    worker.join(frame.budget.remaining())
+    try:
+        worker.join(frame.budget.remaining())
+    finally:  # the deadline, or the caller interrupted (Ctrl-C in a notebook): the call is abandoned
+        if worker.is_alive():
+            events[-1].set()
     if worker.is_alive():
-        events[-1].set()
         raise OutOfTime(f"{stage} (not finished when the time budget ran out: abandoned, its result dropped)")
     if "error" in box:
         raise box["error"]

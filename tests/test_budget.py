@@ -102,3 +102,26 @@ def test_a_call_that_finishes_in_time_is_never_stopped():
     t.start()
     t.join()
     assert not errors
+
+
+def test_a_call_whose_caller_is_interrupted_is_abandoned_too(monkeypatch):
+    """Ctrl-C while the caller waits (a KeyboardInterrupt out of the join, simulated here): the
+    interrupt reaches the caller, and the call stops at its next checkpoint instead of running on
+    (mutation: signalling only on the deadline leaves the thread alive at the join's timeout)."""
+    log: list[str] = []
+    real_join = threading.Thread.join
+
+    def interrupted_join(self, timeout=None):
+        if self.name == "ntkcheck: the interrupted test work":
+            time.sleep(0.1)
+            raise KeyboardInterrupt
+        return real_join(self, timeout)
+
+    monkeypatch.setattr(threading.Thread, "join", interrupted_join)
+    with _budget.scope(_budget.Budget(60.0), stoppable=True), pytest.raises(KeyboardInterrupt):
+        _budget.run(lambda: _work(log), "the interrupted test work")
+    monkeypatch.setattr(threading.Thread, "join", real_join)
+    worker = _thread("ntkcheck: the interrupted test work")
+    worker.join(timeout=10.0)
+    assert not worker.is_alive(), "the interrupted call ran on"
+    assert len(log) == 1 and "abandoned" in log[0], log
