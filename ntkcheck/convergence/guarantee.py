@@ -26,6 +26,7 @@ seed 003 ("Training Infinitely Deep and Wide Transformers") Thm. 4.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,6 +42,7 @@ from .lipschitz import ROUNDING_MARGIN, _bound, _check_model
 __all__ = [
     "ConvergenceCertificate",
     "certificate_from_spectrum",
+    "certificates_from_spectrum",
     "convergence_certificate",
 ]
 
@@ -241,16 +243,36 @@ def certificate_from_spectrum(
     widened by ``ROUNDING_MARGIN``, only where it cannot be proved, and then nothing is certified.
     ``seconds`` (``None``: no limit): once spent after the ball bound, the split region is not tried,
     and its profiles stop (fewer ``(Q, b)`` radii: a smaller threshold, never a wrong one).
-    See :func:`convergence_certificate`.
+    See :func:`convergence_certificate`; :func:`certificates_from_spectrum` for several initial losses.
     """
     import time
-
-    from .spectrum_bound import certified_spectrum
 
     deadline = None if seconds is None else time.perf_counter() + float(seconds)
     if not all(np.isfinite(v) for v in (lambda_min, lambda_max, loss_initial)) or loss_initial < 0:
         raise DomainError(f"expected finite lambda_min, lambda_max and loss_initial >= 0, got "
                           f"{lambda_min!r}, {lambda_max!r}, {loss_initial!r}")
+    return certificates_from_spectrum(samples, params, layers=layers, lambda_min=lambda_min, lambda_max=lambda_max,
+                                      T=T, loss=loss)(loss_initial, deadline=deadline)
+
+
+def certificates_from_spectrum(
+    samples: Any,
+    params: Any,
+    *,
+    layers: int,
+    lambda_min: float,
+    lambda_max: float,
+    T: float = 1.0,
+    loss: str = "readout",
+) -> Callable[..., ConvergenceCertificate]:
+    r"""``f(loss_initial, deadline=None)``: :func:`certificate_from_spectrum` for any initial loss, the work
+    that does not depend on it (the proved spectrum, the second-derivative scan, the coercivity setup of
+    the split region) done once (e.g. a threshold at ``loss_initial = 0``, then the certificate of a loss
+    below it). ``deadline`` is a :func:`time.perf_counter` value (``None``: no limit)."""
+    from .spectrum_bound import certified_spectrum
+
+    if not all(np.isfinite(v) for v in (lambda_min, lambda_max)):
+        raise DomainError(f"expected finite lambda_min and lambda_max, got {lambda_min!r}, {lambda_max!r}")
     _check_model(samples, params, layers, T, loss)
     spec = certified_spectrum(samples, params, layers=int(layers), T=float(T), loss=loss)
     if spec.proved:
@@ -258,19 +280,50 @@ def certificate_from_spectrum(
     else:
         margin = ROUNDING_MARGIN * abs(lambda_max)
         lam0, lamM = float(lambda_min) - margin, float(lambda_max) + margin
-    L0 = float(loss_initial)
+    sc = None
+    if lam0 > 0:
+        sc = _scan(samples, params, int(layers), float(T), loss, math.sqrt(lam0) * (1.0 - 1e-15), lamM)
+    setups: list[Any] = []  # the coercivity setup, made at the first loss that needs it
+
+    def certificate(loss_initial: float, *, deadline: float | None = None) -> ConvergenceCertificate:
+        import time
+
+        if not math.isfinite(loss_initial) or loss_initial < 0:
+            raise DomainError(f"expected a finite loss_initial >= 0, got {loss_initial!r}")
+        L0 = float(loss_initial)
+        nan = float("nan")
+        if sc is None:
+            return ConvergenceCertificate(False, L0, lam0, lamM, spec.proved, nan, nan, nan, 0.0, math.inf, 0.0, nan,
+                                          lam0, nan, "none", None)
+        ball = _ball(sc, spec.proved, L0, lam0, lamM)
+        if not (spec.proved and loss == "readout" and sc.centre is not None):
+            return ball
+        if deadline is not None and time.perf_counter() >= deadline:  # the time is spent: the ball only
+            return replace(ball, split_skipped=True)
+        if not setups:
+            setups.append(coercivity_setup(samples, params, layers=int(layers), T=float(T), lambda_0=lam0,
+                                           k_ball=spec.kernel, centre=sc.centre))
+        setup = setups[0]
+        if setup is None:
+            return ball
+        split = split_certificate(setup, L0, deadline=deadline)
+        if (ball.certified and not split.certified) or (not split.certified and split.threshold < ball.threshold):
+            return ball
+        return _from_split(split, ball, setup)
+
+    return certificate
+
+
+def _ball(sc: _Scan, proved: bool, L0: float, lam0: float, lamM: float) -> ConvergenceCertificate:
+    """The ball certificate for the initial loss ``L0`` from the scan ``sc`` (``lam0 > 0``)."""
     nan = float("nan")
-    if lam0 <= 0:
-        return ConvergenceCertificate(False, L0, lam0, lamM, spec.proved, nan, nan, nan, 0.0, math.inf, 0.0, nan, lam0,
-                                      nan, "none", None)
     sigma0 = math.sqrt(lam0) * (1.0 - 1e-15)
-    sc = _scan(samples, params, int(layers), float(T), loss, sigma0, lamM)
     eps_u = math.sqrt(2.0 * L0) * (1.0 + 1e-15)
     ok = np.nonzero(sc.g >= eps_u)[0]
     k = int(ok[0]) if ok.size and eps_u > 0 else int(np.argmax(sc.g))
     if eps_u == 0 and ok.size:
         k = 0
-    certified = bool(ok.size) and spec.proved
+    certified = bool(ok.size) and proved
     low = sigma0 - sc.beta[k]
     threshold = float(np.max(sc.g)) ** 2 / 2.0 / (1.0 + 1e-12)
     LK = 2.0 * sc.M2[k] * (math.sqrt(lamM) + sc.beta[k]) * (1.0 + 1e-12)
@@ -280,21 +333,9 @@ def certificate_from_spectrum(
                           float(sc.growth[k]), float(sc.propagated[k]), float(lamM))
     excess = L0 / threshold if threshold > 0 else math.inf
     method = "fixup-structure" if math.isfinite(sc.first_order) else "propagated"
-    ball = ConvergenceCertificate(certified, L0, lam0, lamM, spec.proved, float(sc.r[k]), float(sc.beta[k]), float(LK),
+    return ConvergenceCertificate(certified, L0, lam0, lamM, proved, float(sc.r[k]), float(sc.beta[k]), float(LK),
                                   threshold, excess, _threshold_eq30(sc, lam0, lamM), float(W), lam0, rate, method,
                                   bound, sigma_low=float(low) if certified else nan)
-    if not (spec.proved and loss == "readout" and sc.centre is not None):
-        return ball
-    if deadline is not None and time.perf_counter() >= deadline:  # the time is spent: the ball only
-        return replace(ball, split_skipped=True)
-    setup = coercivity_setup(samples, params, layers=int(layers), T=float(T), lambda_0=lam0, k_ball=spec.kernel,
-                             centre=sc.centre)
-    if setup is None:
-        return ball
-    split = split_certificate(setup, L0, deadline=deadline)
-    if (ball.certified and not split.certified) or (not split.certified and split.threshold < ball.threshold):
-        return ball
-    return _from_split(split, ball, setup)
 
 
 def _from_split(split: SplitCertificate, ball: ConvergenceCertificate, setup: Any) -> ConvergenceCertificate:

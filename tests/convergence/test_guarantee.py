@@ -19,7 +19,11 @@ import numpy as np
 import pytest
 
 from ntkcheck.cgf import as_laws
-from ntkcheck.convergence.guarantee import certificate_from_spectrum, convergence_certificate
+from ntkcheck.convergence.guarantee import (
+    certificate_from_spectrum,
+    certificates_from_spectrum,
+    convergence_certificate,
+)
 from ntkcheck.convergence.jacobian_bound import fixup_centre, jacobian_bound
 from ntkcheck.convergence.lipschitz_search import lipschitz_search
 from ntkcheck.convergence.spectrum_bound import certified_spectrum
@@ -228,6 +232,28 @@ def test_certificate_statement_and_threshold():
         c = certificate_from_spectrum(samples, p, layers=2, lambda_min=near.lambda_0, lambda_max=near.lambda_max_0,
                                       loss_initial=f * near.threshold)
         assert c.certified is ok
+
+
+def test_one_family_gives_the_certificate_of_every_loss():
+    """``certificates_from_spectrum`` makes the loss-independent pieces once and serves several initial
+    losses (the 002.thm8.5 claim: the threshold at Loss(0) = 0, then a loss below it); each of its
+    certificates equals the one-shot ``certificate_from_spectrum`` at that loss, computed from scratch, in
+    any order of the losses (a piece that kept state from an earlier loss, e.g. the split region's setup
+    made with that loss, would differ), and both sides of the threshold come out as the theorem says."""
+    samples, _, _ = SMALL["d=2, two samples, H=2"]
+    p = init_params(2, 6, seed=0)
+    lam = dict(lambda_min=0.5, lambda_max=1.0)  # float64 values, used only where the spectrum is not proved
+    family = certificates_from_spectrum(samples, p, layers=2, **lam)
+    t = family(0.0).threshold
+    assert t > 0
+    losses = (0.99 * t, 0.0, 1.01 * t, 0.3 * t, 0.99 * t)
+    got = [family(L0) for L0 in losses]
+    for L0, c in zip(losses, got):
+        ref = certificate_from_spectrum(samples, p, layers=2, loss_initial=L0, **lam)
+        assert c.spectrum_proved  # so the placeholders above are unused
+        assert json.dumps(c.to_dict(), sort_keys=True) == json.dumps(ref.to_dict(), sort_keys=True), L0  # NaN == NaN
+    assert [c.certified for c in got] == [True, True, False, True, True]
+    assert got[0].method == "split-region"
 
 
 def _flow_json(capsys, args):
