@@ -25,7 +25,9 @@ seed 003 ("Training Infinitely Deep and Wide Transformers") Thm. 4.
 
 from __future__ import annotations
 
+import functools
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -245,8 +247,6 @@ def certificate_from_spectrum(
     and its profiles stop (fewer ``(Q, b)`` radii: a smaller threshold, never a wrong one).
     See :func:`convergence_certificate`; :func:`certificates_from_spectrum` for several initial losses.
     """
-    import time
-
     deadline = None if seconds is None else time.perf_counter() + float(seconds)
     if not all(np.isfinite(v) for v in (lambda_min, lambda_max, loss_initial)) or loss_initial < 0:
         raise DomainError(f"expected finite lambda_min, lambda_max and loss_initial >= 0, got "
@@ -283,11 +283,12 @@ def certificates_from_spectrum(
     sc = None
     if lam0 > 0:
         sc = _scan(samples, params, int(layers), float(T), loss, math.sqrt(lam0) * (1.0 - 1e-15), lamM)
-    setups: list[Any] = []  # the coercivity setup, made at the first loss that needs it
+    @functools.cache
+    def setup() -> Any:  # the coercivity setup, made at the first loss that needs it
+        return coercivity_setup(samples, params, layers=int(layers), T=float(T), lambda_0=lam0, k_ball=spec.kernel,
+                                centre=sc.centre)
 
     def certificate(loss_initial: float, *, deadline: float | None = None) -> ConvergenceCertificate:
-        import time
-
         if not math.isfinite(loss_initial) or loss_initial < 0:
             raise DomainError(f"expected a finite loss_initial >= 0, got {loss_initial!r}")
         L0 = float(loss_initial)
@@ -300,16 +301,13 @@ def certificates_from_spectrum(
             return ball
         if deadline is not None and time.perf_counter() >= deadline:  # the time is spent: the ball only
             return replace(ball, split_skipped=True)
-        if not setups:
-            setups.append(coercivity_setup(samples, params, layers=int(layers), T=float(T), lambda_0=lam0,
-                                           k_ball=spec.kernel, centre=sc.centre))
-        setup = setups[0]
-        if setup is None:
+        made = setup()
+        if made is None:
             return ball
-        split = split_certificate(setup, L0, deadline=deadline)
+        split = split_certificate(made, L0, deadline=deadline)
         if (ball.certified and not split.certified) or (not split.certified and split.threshold < ball.threshold):
             return ball
-        return _from_split(split, ball, setup)
+        return _from_split(split, ball, made)
 
     return certificate
 

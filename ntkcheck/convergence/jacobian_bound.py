@@ -265,7 +265,8 @@ def fixup_centre(samples: Any, params: Any, *, layers: int, T: float) -> FixupCe
     ws = [np.asarray(law.masses, dtype=np.float64) for law in laws]
     Q, b = params.Q, params.b
     H, d = Q.shape[0], Q.shape[1]
-    if H * max(x.shape[0] for x in xs) ** 2 * d > _MAX_CENTRE_ENTRIES or _centre_bytes(H, len(xs), d) > available_memory() / 2:
+    too_many = H * max(x.shape[0] for x in xs) ** 2 * d > _MAX_CENTRE_ENTRIES
+    if too_many or _centre_bytes(H, len(xs), d) > available_memory() / 2:
         return None
     rel = _error_margin(xs, Q, b)
     if rel > 1e-6:
